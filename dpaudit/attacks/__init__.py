@@ -1,0 +1,1 @@
+"""Score functions: larger means "the output came from D_prime"."""

@@ -1,0 +1,1 @@
+"""Theory only: trade-off curves, privacy loss distributions, RDP/zCDP and (eps, delta) theorems."""

@@ -1,0 +1,1 @@
+"""What is audited: reference mechanisms and adapters for foreign code."""
