@@ -1,1 +1,39 @@
-"""What is audited: reference mechanisms and adapters for foreign code."""
+"""What is audited: reference mechanisms and adapters for foreign code.
+
+Reference mechanisms know their exact output density (``log_density``) and their theory
+(``theory_methods``; ``epsilon``/``delta``/``tradeoff`` with ``method=...``):
+
+- :class:`Gaussian`, :class:`Laplace`: noisy sum queries over clipped records (``add_remove``).
+- :class:`RandomizedResponse`: k-ary randomized response per record (``replace_one``).
+- :class:`PoissonSubsampled`, :class:`FixedSizeSubsampled`: a noisy sum query on a random subset.
+- :class:`Composed`: independent runs of one or several mechanisms on the same dataset.
+"""
+
+from dpaudit.mechanisms.base import (
+    METHOD_KINDS,
+    RELATIONS,
+    AdditiveNoiseMechanism,
+    Mechanism,
+    NeighbouringPair,
+    PrivacyProfile,
+)
+from dpaudit.mechanisms.composed import Composed
+from dpaudit.mechanisms.gaussian import Gaussian
+from dpaudit.mechanisms.laplace import Laplace
+from dpaudit.mechanisms.randomized_response import RandomizedResponse
+from dpaudit.mechanisms.subsampled import FixedSizeSubsampled, PoissonSubsampled
+
+__all__ = [
+    "METHOD_KINDS",
+    "RELATIONS",
+    "AdditiveNoiseMechanism",
+    "Composed",
+    "FixedSizeSubsampled",
+    "Gaussian",
+    "Laplace",
+    "Mechanism",
+    "NeighbouringPair",
+    "PoissonSubsampled",
+    "PrivacyProfile",
+    "RandomizedResponse",
+]

@@ -8,6 +8,8 @@ vocabulary: ``delta(eps, method=...)``, ``epsilon(delta, method=...)``, ``tradeo
 
 from __future__ import annotations
 
+import math
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,15 +18,26 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from dpaudit.bounds.tradeoff import TradeoffCurve
-from dpaudit.bounds.validation import check_choice, check_integer, check_probability
+from dpaudit.bounds.validation import (
+    check_choice,
+    check_integer,
+    check_positive,
+    check_probability,
+)
 
 __all__ = [
     "RELATIONS",
     "METHOD_KINDS",
     "NeighbouringPair",
     "PrivacyProfile",
+    "CurveProfile",
     "Mechanism",
+    "AdditiveNoiseMechanism",
     "check_size",
+    "check_rng",
+    "as_records",
+    "check_outputs",
+    "mechanism_spec",
 ]
 
 #: ``add_remove``: ``D_prime = D + {target}``; ``replace_one``: one record of ``D`` replaced.
@@ -58,10 +71,12 @@ class NeighbouringPair:
         object.__setattr__(self, "d", np.asarray(self.d))
         object.__setattr__(self, "d_prime", np.asarray(self.d_prime))
         check_choice("relation", self.relation, RELATIONS)
-        nd, ndp = self.d.shape[0] if self.d.ndim else 1, self.d_prime.shape[0] if self.d_prime.ndim else 1
+        nd = self.d.shape[0] if self.d.ndim else 1
+        ndp = self.d_prime.shape[0] if self.d_prime.ndim else 1
         if self.relation == "add_remove" and abs(nd - ndp) != 1:
             raise ValueError(
-                f"relation 'add_remove' needs datasets whose sizes differ by one, got {nd} and {ndp}"
+                "relation 'add_remove' needs datasets whose sizes differ by one, "
+                f"got {nd} and {ndp}"
             )
         if self.relation == "replace_one" and nd != ndp:
             raise ValueError(
@@ -96,6 +111,38 @@ class PrivacyProfile(Protocol):
         """The trade-off curve implied by the guarantee."""
 
 
+class CurveProfile:
+    """A trade-off curve seen as a :class:`PrivacyProfile`.
+
+    ``f``-DP for a symmetric ``f`` is the same statement as ``(eps, delta(eps))``-DP for every
+    ``eps >= 0`` with ``delta(eps) = 1 + f*(-e^eps)`` (Dong, Roth & Su 2022, Propositions 5 and 6);
+    the curve computes that dual itself.
+    """
+
+    def __init__(self, curve: TradeoffCurve) -> None:
+        self.curve = curve
+
+    def __repr__(self) -> str:
+        return f"<CurveProfile {self.curve.name} ({self.kind})>"
+
+    @property
+    def kind(self) -> str:
+        """The curve's kind (exact, bound or approximation)."""
+        return self.curve.kind
+
+    def delta(self, eps: float | np.ndarray) -> np.ndarray | float:
+        """delta(eps) of the curve, for eps >= 0."""
+        return self.curve.delta(eps)
+
+    def epsilon(self, delta: float) -> float:
+        """Smallest eps >= 0 with delta(eps) <= delta."""
+        return self.curve.epsilon(delta)
+
+    def tradeoff(self) -> TradeoffCurve:
+        """The curve itself."""
+        return self.curve
+
+
 class Mechanism(ABC):
     """Base class of every mechanism dpaudit can audit.
 
@@ -115,8 +162,15 @@ class Mechanism(ABC):
         """The neighbouring pair on which the mechanism's privacy loss is largest."""
 
     def log_density(self, dataset: np.ndarray, outputs: np.ndarray) -> np.ndarray:
-        """Log density (or log probability mass) of each output on ``dataset``, shape ``(size,)``."""
+        """Log density (or log mass) of each output on ``dataset``, shape ``(size,)``."""
         raise NotImplementedError(f"{type(self).__name__} does not know its density")
+
+    def output_shape(self, dataset: np.ndarray) -> tuple[int, ...]:
+        """Shape of one output on ``dataset`` (``sample`` returns ``(size,) + output_shape``).
+
+        The default draws zero outputs; mechanisms that know their shape override it.
+        """
+        return tuple(self.sample(dataset, 0, np.random.default_rng(0)).shape[1:])
 
     def params(self) -> dict[str, Any]:
         """The constructor parameters, JSON-ready (used in results and reports)."""
@@ -127,6 +181,15 @@ class Mechanism(ABC):
         """Short label, e.g. ``Gaussian(sigma=1.0)``."""
         inner = ", ".join(f"{k}={v}" for k, v in self.params().items() if not isinstance(v, dict))
         return f"{type(self).__name__}({inner})"
+
+    def __repr__(self) -> str:
+        return f"<{self.name}>"
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle without the cached theory (workers rebuild it on demand; PLDs can be large)."""
+        state = self.__dict__.copy()
+        state.pop("_theory_cache", None)
+        return state
 
     def _theories(self) -> dict[str, Callable[[], PrivacyProfile]]:
         """Method name -> factory of the corresponding privacy profile. Override."""
@@ -140,7 +203,8 @@ class Mechanism(ABC):
     def theory(self, method: str | None = None) -> PrivacyProfile:
         """The privacy profile computed by ``method`` (one of :attr:`theory_methods`).
 
-        ``None`` selects the first (tightest) method the mechanism offers.
+        ``None`` selects the first (tightest) method the mechanism offers. Profiles are built
+        on first use and kept: the same mechanism object returns the same profile object.
         """
         factories = self._theories()
         if method is None and factories:
@@ -150,16 +214,20 @@ class Mechanism(ABC):
             raise ValueError(
                 f"method {method!r} does not apply to {self.name}; valid methods: {valid}"
             )
-        return factories[method]()
+        cache = self.__dict__.setdefault("_theory_cache", {})
+        if method not in cache:
+            cache[method] = factories[method]()
+        return cache[method]
 
     def delta(self, eps: float | np.ndarray, method: str | None = None) -> np.ndarray | float:
-        """Theoretical delta(eps) by ``method``."""
-        return self.theory(method).delta(eps)
+        """Theoretical delta(eps) by ``method``: a float for a scalar ``eps``, else an array."""
+        out = self.theory(method).delta(eps)
+        return float(out) if np.ndim(out) == 0 else np.asarray(out, dtype=float)
 
     def epsilon(self, delta: float, method: str | None = None) -> float:
         """Theoretical eps at ``delta`` by ``method``."""
         check_probability("delta", delta)
-        return self.theory(method).epsilon(delta)
+        return float(self.theory(method).epsilon(delta))
 
     def tradeoff(self, method: str | None = None) -> TradeoffCurve:
         """Theoretical trade-off curve by ``method``."""
@@ -169,3 +237,125 @@ class Mechanism(ABC):
 def check_size(size: object) -> int:
     """Validate the ``size`` argument of :meth:`Mechanism.sample`."""
     return check_integer("size", size, minimum=0)
+
+
+def check_rng(rng: object) -> np.random.Generator:
+    """Validate the ``rng`` argument of :meth:`Mechanism.sample` (a ``numpy.random.Generator``)."""
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(
+            f"rng must be a numpy.random.Generator (e.g. numpy.random.default_rng(seed)), "
+            f"got {type(rng).__name__}"
+        )
+    return rng
+
+
+def as_records(dataset: object, name: str = "dataset") -> np.ndarray:
+    """Return ``dataset`` as a float array of records: shape ``(n,)`` (scalar records) or
+    ``(n, d)`` (vector records), every entry finite. Anything else raises ``ValueError``."""
+    try:
+        records = np.asarray(dataset, dtype=float)
+    except (TypeError, ValueError) as exc:
+        kind = type(dataset).__name__
+        raise ValueError(f"{name} must be an array of numbers, got {kind}") from exc
+    if records.ndim not in (1, 2):
+        raise ValueError(
+            f"{name} must have shape (n,) or (n, d) (axis 0 = records), got shape {records.shape}"
+        )
+    if not np.isfinite(records).all():
+        raise ValueError(f"{name} must contain only finite numbers, got NaN or inf")
+    return records
+
+
+def _snake_case(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def mechanism_spec(mechanism: Mechanism) -> dict[str, Any]:
+    """``{"kind": <class name in snake case>, **params}``: how a mechanism nested inside another
+    one (a subsampled or composed mechanism) appears in :meth:`Mechanism.params`."""
+    return {"kind": _snake_case(type(mechanism).__name__), **mechanism.params()}
+
+
+class AdditiveNoiseMechanism(Mechanism):
+    """A noisy sum query: each record is clipped to norm ``sensitivity``, the clipped records are
+    summed, and independent noise is added to every coordinate.
+
+    Clipping makes the claimed sensitivity hold by construction: adding or removing one record
+    moves the sum by at most ``sensitivity`` in the mechanism's norm (``norm_order``: 1 for
+    Laplace, 2 for Gaussian; the absolute value for scalar records). Datasets are arrays of shape
+    ``(n,)`` (outputs of shape ``(size,)``) or ``(n, d)`` (outputs of shape ``(size, d)``).
+
+    Subclasses set ``norm_order`` and implement :meth:`noise` and :meth:`noise_logpdf`; the
+    subsampled mechanisms reuse :meth:`clip` and the noise of their base.
+    """
+
+    relation = "add_remove"
+
+    #: Norm in which records are clipped (1 or 2).
+    norm_order: int = 2
+
+    def __init__(self, sensitivity: float) -> None:
+        self.sensitivity = check_positive("sensitivity", sensitivity)
+
+    @abstractmethod
+    def noise(self, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
+        """Independent noise of the given shape."""
+
+    @abstractmethod
+    def noise_logpdf(self, z: np.ndarray) -> np.ndarray:
+        """Elementwise log density of one noise coordinate at ``z``."""
+
+    def clip(self, dataset: object) -> np.ndarray:
+        """The validated records, each scaled down to norm at most ``sensitivity``."""
+        records = as_records(dataset)
+        if records.ndim == 1:
+            return np.clip(records, -self.sensitivity, self.sensitivity)
+        norms = np.linalg.norm(records, ord=self.norm_order, axis=1)
+        scale = np.minimum(1.0, self.sensitivity / np.maximum(norms, np.finfo(float).tiny))
+        return records * scale[:, None]
+
+    def query(self, dataset: object) -> np.ndarray:
+        """The sum of the clipped records: shape ``()`` or ``(d,)``."""
+        return self.clip(dataset).sum(axis=0)
+
+    def output_shape(self, dataset: np.ndarray) -> tuple[int, ...]:
+        """``()`` for scalar records, ``(d,)`` for records of dimension ``d``."""
+        return as_records(dataset).shape[1:]
+
+    def sample(self, dataset: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+        """``size`` draws of ``query(dataset) + noise``: float64, ``(size,) + output_shape``."""
+        size = check_size(size)
+        rng = check_rng(rng)
+        total = self.query(dataset)
+        return total + self.noise((size, *total.shape), rng)
+
+    def log_density(self, dataset: np.ndarray, outputs: np.ndarray) -> np.ndarray:
+        """Exact log density of each output: the noise log density at ``output - query``,
+        summed over coordinates. Shape ``(size,)``."""
+        total = self.query(dataset)
+        y = check_outputs(outputs, total.shape)
+        logpdf = self.noise_logpdf(y - total)
+        if y.ndim == 1:
+            return logpdf
+        return logpdf.reshape(y.shape[0], math.prod(y.shape[1:])).sum(axis=1)
+
+    def worst_case_pair(self) -> NeighbouringPair:
+        """``D`` empty, ``D_prime`` one record of norm ``sensitivity`` (relation ``add_remove``):
+        the sums differ by exactly the sensitivity, the largest shift clipping allows."""
+        return NeighbouringPair(
+            np.zeros(0),
+            np.array([self.sensitivity]),
+            "add_remove",
+            description="empty dataset vs one record of norm `sensitivity`",
+        )
+
+
+def check_outputs(outputs: object, shape: tuple[int, ...], name: str = "outputs") -> np.ndarray:
+    """Return ``outputs`` as a float array of shape ``(size,) + shape`` without NaN."""
+    y = np.asarray(outputs, dtype=float)
+    if y.ndim != len(shape) + 1 or y.shape[1:] != shape:
+        expected = "(size" + "".join(f", {n}" for n in shape) + ("," if not shape else "") + ")"
+        raise ValueError(f"{name} must have shape {expected} on this dataset, got {y.shape}")
+    if np.isnan(y).any():
+        raise ValueError(f"{name} must not contain NaN")
+    return y

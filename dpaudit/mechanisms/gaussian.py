@@ -1,0 +1,81 @@
+"""The Gaussian mechanism: a clipped sum query plus ``N(0, sigma^2)`` noise on every coordinate.
+
+Records are clipped to l2 norm ``sensitivity`` (absolute value for scalar records), so adding or
+removing one record moves the sum by at most ``Delta = sensitivity`` in l2. The mechanism is then
+``mu``-GDP with ``mu = Delta / sigma`` (Dong, Roth & Su 2022, "Gaussian differential privacy",
+Theorem 1), and that is exact: on the worst-case pair the outputs are ``N(0, sigma^2)`` against
+``N(Delta, sigma^2)``, whose trade-off function is ``G_mu`` (DRS Definition 4).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from dpaudit.bounds import pld as pld_lib
+from dpaudit.bounds.gdp import gdp
+from dpaudit.bounds.rdp import DEFAULT_ORDERS, RDPCurve, rdp_gaussian
+from dpaudit.bounds.validation import check_positive
+from dpaudit.mechanisms.base import AdditiveNoiseMechanism, CurveProfile, PrivacyProfile
+
+__all__ = ["Gaussian"]
+
+_HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
+
+
+class Gaussian(AdditiveNoiseMechanism):
+    """Sum of records clipped to l2 norm ``sensitivity``, plus ``N(0, sigma^2)`` per coordinate.
+
+    Parameters
+    ----------
+    sigma:
+        Standard deviation of the noise (absolute, not a multiplier of the sensitivity).
+    sensitivity:
+        Clipping norm ``Delta``; the add/remove l2 sensitivity of the sum.
+    """
+
+    norm_order = 2
+
+    def __init__(self, sigma: float, sensitivity: float = 1.0) -> None:
+        super().__init__(sensitivity)
+        self.sigma = check_positive("sigma", sigma)
+
+    @property
+    def mu(self) -> float:
+        """The GDP parameter ``Delta / sigma`` (DRS Theorem 1)."""
+        return self.sensitivity / self.sigma
+
+    def params(self) -> dict[str, Any]:
+        """``{"sigma": ..., "sensitivity": ...}``."""
+        return {"sigma": self.sigma, "sensitivity": self.sensitivity}
+
+    def pld(self, step: float | None = None) -> pld_lib.PLD:
+        """Privacy loss distribution of ``N(0, sigma^2)`` vs ``N(Delta, sigma^2)``: the loss is
+        ``N(eta, 2 eta)``, ``eta = Delta^2 / (2 sigma^2)`` (Steinke 2022, Proposition 3)."""
+        return pld_lib.gaussian(self.sigma, self.sensitivity, step=step)
+
+    def rdp(self, orders: object = None) -> RDPCurve:
+        """RDP curve ``eps(lambda) = lambda Delta^2 / (2 sigma^2)`` (Mironov 2017, Prop. 7)."""
+        return rdp_gaussian(
+            self.sigma, self.sensitivity, orders=DEFAULT_ORDERS if orders is None else orders
+        )
+
+    def _theories(self) -> dict[str, Callable[[], PrivacyProfile]]:
+        """``exact`` (``G_mu``, DRS Theorem 1), ``pld``, ``rdp``."""
+        return {
+            "exact": lambda: CurveProfile(gdp(self.mu)),
+            "pld": self.pld,
+            "rdp": self.rdp,
+        }
+
+    def noise(self, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
+        """``N(0, sigma^2)`` draws of the given shape."""
+        return rng.normal(0.0, self.sigma, size=shape)
+
+    def noise_logpdf(self, z: np.ndarray) -> np.ndarray:
+        """``log phi_sigma(z) = -z^2 / (2 sigma^2) - log(sigma) - log(2 pi) / 2``, elementwise."""
+        with np.errstate(over="ignore"):
+            return -0.5 * np.square(z / self.sigma) - (math.log(self.sigma) + _HALF_LOG_2PI)
