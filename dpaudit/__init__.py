@@ -8,10 +8,24 @@ theoretical f-DP, Renyi DP and (eps, delta) curves of the same mechanism.
 from importlib.metadata import PackageNotFoundError, version
 
 from dpaudit import attacks, bounds, mechanisms
+from dpaudit.audit.engine import audit as _audit_function
+from dpaudit.audit.result import AuditResult
+
+# ``dpaudit.audit`` is the function. The sub-package of the same name stays importable through
+# sys.modules with ``from dpaudit.audit.<module> import <name>`` (not ``import ... as``, which
+# resolves attributes of the function).
+audit = _audit_function
 
 try:
     __version__ = version("dpaudit")
 except PackageNotFoundError:  # running from a source tree that is not installed
     __version__ = "0.0.0+unknown"
 
-__all__ = ["__version__", "attacks", "bounds", "mechanisms"]
+__all__ = [
+    "__version__",
+    "AuditResult",
+    "attacks",
+    "audit",
+    "bounds",
+    "mechanisms",
+]

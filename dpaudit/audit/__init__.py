@@ -1,1 +1,35 @@
-"""The Monte Carlo engine, empirical trade-off curves, confidence bands, lower bounds, verdicts."""
+"""The Monte Carlo engine, empirical trade-off curves, confidence bands, lower bounds, verdicts.
+
+``dpaudit.audit(mechanism, pair, attack, trials=...)`` (:func:`dpaudit.audit.engine.audit`)
+returns an :class:`~dpaudit.audit.result.AuditResult`.
+"""
+
+from dpaudit.audit.confidence import (
+    clopper_pearson_lower,
+    clopper_pearson_upper,
+    dkw_radius,
+    empirical_bernstein_radius,
+)
+from dpaudit.audit.empirical import EmpiricalTradeoff
+from dpaudit.audit.engine import audit
+from dpaudit.audit.grid import ScoreGrid
+from dpaudit.audit.lower_bounds import epsilon_from_errors, mu_from_errors, violation_margin
+from dpaudit.audit.privacy_loss import PrivacyLossStatistics
+from dpaudit.audit.result import AuditResult
+from dpaudit.audit.strategies import STRATEGIES
+
+__all__ = [
+    "STRATEGIES",
+    "AuditResult",
+    "EmpiricalTradeoff",
+    "PrivacyLossStatistics",
+    "ScoreGrid",
+    "audit",
+    "clopper_pearson_lower",
+    "clopper_pearson_upper",
+    "dkw_radius",
+    "empirical_bernstein_radius",
+    "epsilon_from_errors",
+    "mu_from_errors",
+    "violation_margin",
+]

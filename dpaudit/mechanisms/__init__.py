@@ -20,6 +20,7 @@ from dpaudit.mechanisms.base import (
 from dpaudit.mechanisms.composed import Composed
 from dpaudit.mechanisms.gaussian import Gaussian
 from dpaudit.mechanisms.laplace import Laplace
+from dpaudit.mechanisms.noisy_mean import NoisyMean
 from dpaudit.mechanisms.randomized_response import RandomizedResponse
 from dpaudit.mechanisms.subsampled import FixedSizeSubsampled, PoissonSubsampled
 
@@ -33,6 +34,7 @@ __all__ = [
     "Laplace",
     "Mechanism",
     "NeighbouringPair",
+    "NoisyMean",
     "PoissonSubsampled",
     "PrivacyProfile",
     "RandomizedResponse",

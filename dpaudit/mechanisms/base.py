@@ -165,6 +165,20 @@ class Mechanism(ABC):
         """Log density (or log mass) of each output on ``dataset``, shape ``(size,)``."""
         raise NotImplementedError(f"{type(self).__name__} does not know its density")
 
+    def log_density_ratio(
+        self, d: np.ndarray, d_prime: np.ndarray, outputs: np.ndarray
+    ) -> np.ndarray:
+        """``log q(y) - log p(y)`` with ``p`` the density on ``d`` and ``q`` on ``d_prime``.
+
+        The default subtracts the two log densities. Mechanisms whose privacy loss has point
+        masses override it with a closed form that is exact in floating point, so that the
+        masses stay single values: a difference of nearly equal logs scatters them over
+        neighbouring floats, and a threshold among those floats would test rounding noise.
+        """
+        with np.errstate(invalid="ignore"):
+            log_q = np.asarray(self.log_density(d_prime, outputs), dtype=float)
+            return log_q - np.asarray(self.log_density(d, outputs), dtype=float)
+
     def output_shape(self, dataset: np.ndarray) -> tuple[int, ...]:
         """Shape of one output on ``dataset`` (``sample`` returns ``(size,) + output_shape``).
 

@@ -307,6 +307,31 @@ class Composed(Mechanism):
             start += width
         return total
 
+    def log_density_ratio(
+        self, d: np.ndarray, d_prime: np.ndarray, outputs: np.ndarray
+    ) -> np.ndarray:
+        """The sum of the runs' log density ratios (each exact where its mechanism's is)."""
+        y = np.asarray(outputs)
+        expected = self.output_shape(d)
+        if y.ndim != len(expected) + 1 or y.shape[1:] != expected:
+            shape = ", ".join(map(str, expected))
+            raise ValueError(
+                f"outputs must have shape (size, {shape}) on this dataset, got {y.shape}"
+            )
+        size = y.shape[0]
+        if self.base is not None:
+            runs = y.reshape((size * self.times, *y.shape[2:]))
+            ratio = self.base.log_density_ratio(d, d_prime, runs)
+            return ratio.reshape(size, self.times).sum(axis=1)
+        total = np.zeros(size)
+        start = 0
+        for m, (shape, width) in zip(self.components, self._widths(d), strict=True):
+            total += m.log_density_ratio(
+                d, d_prime, y[:, start : start + width].reshape((size, *shape))
+            )
+            start += width
+        return total
+
     def worst_case_pair(self) -> NeighbouringPair:
         """The base's pair; for a list, the components' common pair, or for noisy sum queries
         (add/remove) one record of the largest clipping norm, which is each component's own

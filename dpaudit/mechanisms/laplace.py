@@ -19,7 +19,12 @@ from dpaudit.bounds import pld as pld_lib
 from dpaudit.bounds import tradeoff
 from dpaudit.bounds.rdp import DEFAULT_ORDERS, RDPCurve, rdp_laplace
 from dpaudit.bounds.validation import check_positive
-from dpaudit.mechanisms.base import AdditiveNoiseMechanism, CurveProfile, PrivacyProfile
+from dpaudit.mechanisms.base import (
+    AdditiveNoiseMechanism,
+    CurveProfile,
+    PrivacyProfile,
+    check_outputs,
+)
 
 __all__ = ["Laplace"]
 
@@ -77,3 +82,18 @@ class Laplace(AdditiveNoiseMechanism):
         """``log(exp(-|z|/b) / (2b)) = -|z|/b - log(2b)``, elementwise."""
         with np.errstate(over="ignore"):
             return -np.abs(z) / self.scale - (math.log(2.0) + math.log(self.scale))
+
+    def log_density_ratio(
+        self, d: np.ndarray, d_prime: np.ndarray, outputs: np.ndarray
+    ) -> np.ndarray:
+        """Exact ``log q(y) - log p(y) = (|y - a| - |y - c|) / b`` per coordinate, with ``a``,
+        ``c`` the sums on ``d``, ``d_prime``: ``clip(s (2y - a - c), -|c - a|, |c - a|) / b`` with
+        ``s = sign(c - a)``. The clipped values are the point masses ``+-|c - a| / b`` exactly."""
+        a = self.query(d)
+        c = self.query(d_prime)
+        y = check_outputs(outputs, a.shape)
+        width = np.abs(c - a)
+        per_coordinate = np.clip(np.sign(c - a) * (2.0 * y - a - c), -width, width) / self.scale
+        if y.ndim == 1:
+            return per_coordinate
+        return per_coordinate.reshape(y.shape[0], -1).sum(axis=1)

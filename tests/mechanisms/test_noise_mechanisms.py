@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from dpaudit.mechanisms import Gaussian, Laplace
+from dpaudit.mechanisms import Composed, Gaussian, Laplace
 
 KS_LEVEL = 1e-4
 
@@ -224,3 +224,30 @@ def test_params_and_name():
     assert Laplace(scale=1.0).params() == {"scale": 1.0, "sensitivity": 1.0}
     assert Gaussian(sigma=2.0, sensitivity=0.5).mu == 0.25
     assert Laplace(scale=0.5, sensitivity=2.0).pure_epsilon == 4.0
+
+
+@pytest.mark.parametrize("scale, sensitivity", [(1.0, 1.0), (0.5, 2.0), (3.0, 0.25)])
+def test_laplace_log_density_ratio_is_exact_at_the_point_masses(scale, sensitivity):
+    # The privacy loss of Lap(0, b) vs Lap(Delta, b) has point masses at +-Delta/b; the closed
+    # form must put every clipped output exactly on them, in both orders, and agree with the
+    # difference of log densities elsewhere (up to rounding).
+    mech = Laplace(scale, sensitivity)
+    pair = mech.worst_case_pair()
+    eps0 = sensitivity / scale
+    for d, d_prime in ((pair.d, pair.d_prime), (pair.d_prime, pair.d)):
+        y = mech.sample(d_prime, 200_000, np.random.default_rng(7))
+        ratio = mech.log_density_ratio(d, d_prime, y)
+        diff = mech.log_density(d_prime, y) - mech.log_density(d, y)
+        np.testing.assert_allclose(ratio, diff, rtol=0, atol=1e-12)
+        near_atoms = np.abs(np.abs(ratio) - eps0) < 1e-9
+        assert near_atoms.mean() > 0.2
+        assert set(np.unique(ratio[near_atoms])) <= {-eps0, eps0}
+
+
+def test_composed_log_density_ratio_sums_the_runs():
+    mech = Composed(Laplace(1.0), 4)
+    pair = mech.worst_case_pair()
+    y = mech.sample(pair.d_prime, 1000, np.random.default_rng(3))
+    ratio = mech.log_density_ratio(pair.d, pair.d_prime, y)
+    diff = mech.log_density(pair.d_prime, y) - mech.log_density(pair.d, y)
+    np.testing.assert_allclose(ratio, diff, rtol=0, atol=1e-12)

@@ -1,0 +1,420 @@
+"""The Monte Carlo engine: run a mechanism on two neighbouring datasets, score, count.
+
+The way data flows (DESIGN.md):
+
+1. **Fit** (learning attacks only): a fit sample from its own stream; ``attack.fit`` sees it.
+2. **Pilot**: a pilot sample from its own stream is scored and fixes the score grid
+   (:class:`~dpaudit.audit.grid.ScoreGrid`) before any selection or evaluation trial exists.
+3. **Selection** and **evaluation**: trials are cut into chunks; chunk ``i`` of stream ``k`` draws
+   from ``numpy.random.default_rng(SeedSequence(seed, spawn_key=(k, i)))``, samples under ``D`` and
+   under ``D_prime`` (one ``sample`` call each), scores both (one ``score`` call each) and keeps
+   only counts per grid bin, plus, when the score is the exact privacy loss, the per-bin sums of
+   :mod:`dpaudit.audit.privacy_loss`. Memory is O(bins), never O(trials).
+4. Chunks are grouped into batches of a fixed size that depends only on the chunk size and the
+   output size, never on the number of workers; batches run through ``joblib.Parallel`` (the
+   backend is whatever ``joblib.parallel_config`` selects) and are summed in batch order. The
+   result is therefore bit-identical for any ``n_jobs`` and any execution order.
+
+Streams: ``0`` fit, ``1`` pilot, ``2`` selection, ``3`` evaluation, ``4`` a two-trial probe of
+the output shape. The selection sample is drawn *in addition* to the ``trials`` evaluation runs.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from joblib import Parallel, delayed
+from tqdm import tqdm
+
+from dpaudit.attacks.base import Attack
+from dpaudit.attacks.likelihood_ratio import LikelihoodRatio
+from dpaudit.attacks.threshold import Threshold
+from dpaudit.audit.grid import ScoreGrid
+from dpaudit.audit.privacy_loss import PrivacyLossStatistics
+from dpaudit.audit.result import AuditResult
+from dpaudit.audit.strategies import STRATEGIES, default_selection_trials
+from dpaudit.bounds.validation import check_choice, check_integer, check_probability
+from dpaudit.mechanisms.base import NeighbouringPair
+
+__all__ = [
+    "audit",
+    "default_bins",
+    "default_chunk_size",
+    "chunk_generator",
+    "STREAMS",
+    "PILOT_TRIALS",
+    "FIT_TRIALS",
+]
+
+#: Random streams: ``SeedSequence(seed, spawn_key=(STREAMS[name], chunk))``.
+STREAMS = {"fit": 0, "pilot": 1, "selection": 2, "evaluation": 3, "probe": 4}
+
+#: Largest pilot sample per dataset (it fixes the score grid); never more than the selection.
+PILOT_TRIALS = 2**16
+
+#: Largest fit sample per dataset for attacks that learn; never more than the selection.
+FIT_TRIALS = 2**15
+
+#: Scalar output values per chunk (chunk size = this / values per output, within bounds).
+_CHUNK_VALUES = 2**15
+_MIN_CHUNK, _MAX_CHUNK = 64, 2**15
+
+#: Most scalar output values per batch (a batch is a fixed group of consecutive chunks), and the
+#: number of batches a stream is cut into when it is smaller than that allows.
+_BATCH_VALUES = 2**21
+_BATCHES_PER_STREAM = 8
+
+#: Runs at least this long (selection + evaluation trials) show a progress bar by default.
+_AUTO_PROGRESS_TRIALS = 10**7
+
+
+def default_bins(trials: int) -> int:
+    """Bins of a continuous score grid: ``trials / 64`` rounded up to a power of two, clipped to
+    ``[2^10, 2^14]``: fine enough that the grid never limits the bounds, small enough that the
+    confidence bounds at every threshold stay cheap."""
+    trials = check_integer("trials", trials, minimum=1)
+    return int(min(2**14, max(2**10, 2 ** math.ceil(math.log2(max(trials / 64, 1.0))))))
+
+
+def default_chunk_size(values_per_output: int) -> int:
+    """Trials per chunk: about ``2^15`` scalar values per dataset (cache-friendly), as a power of
+    two in ``[64, 2^15]``."""
+    values = check_integer("values_per_output", values_per_output, minimum=1)
+    target = max(_CHUNK_VALUES // values, 1)
+    return int(min(_MAX_CHUNK, max(_MIN_CHUNK, 2 ** int(math.floor(math.log2(target))))))
+
+
+def chunk_generator(seed: int, stream: str, chunk: int) -> np.random.Generator:
+    """The generator of chunk ``chunk`` of ``stream`` (one of :data:`STREAMS`)."""
+    ss = np.random.SeedSequence(seed, spawn_key=(STREAMS[stream], int(chunk)))
+    return np.random.default_rng(ss)
+
+
+@dataclass(frozen=True)
+class _Job:
+    """Everything a worker needs, sent with every batch."""
+
+    mechanism: Any
+    pair: NeighbouringPair
+    attack: Attack
+    grid: ScoreGrid
+    seed: int
+    chunk_size: int
+    privacy_loss: bool
+    fixed_thresholds: np.ndarray | None
+
+
+@dataclass
+class _Tally:
+    """Sums over the chunks of one batch (or of a whole stream)."""
+
+    counts: np.ndarray
+    loss: np.ndarray | None
+    fixed: np.ndarray | None
+
+    def add(self, other: _Tally) -> None:
+        self.counts += other.counts
+        if self.loss is not None:
+            self.loss += other.loss
+        if self.fixed is not None:
+            self.fixed += other.fixed
+
+
+def _scores(attack: Attack, outputs: np.ndarray, size: int) -> np.ndarray:
+    s = np.asarray(attack.score(outputs), dtype=float)
+    if s.shape != (size,):
+        raise ValueError(
+            f"attack {attack.name} must return one score per output, shape ({size},), got {s.shape}"
+        )
+    if np.isnan(s).any():
+        raise ValueError(f"attack {attack.name} returned NaN scores")
+    return s
+
+
+def _draw(job: _Job, stream: str, chunk: int, size: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = chunk_generator(job.seed, stream, chunk)
+    y0 = job.mechanism.sample(job.pair.d, size, rng)
+    y1 = job.mechanism.sample(job.pair.d_prime, size, rng)
+    return _scores(job.attack, y0, size), _scores(job.attack, y1, size)
+
+
+def _run_batch(job: _Job, stream: str, first: int, n_chunks: int, total: int) -> _Tally:
+    """Chunks ``first .. first + n_chunks - 1`` of a stream of ``total`` trials per dataset."""
+    n_bins = job.grid.n_bins
+    with_loss = job.privacy_loss and stream == "evaluation"
+    with_fixed = job.fixed_thresholds is not None and stream == "evaluation"
+    tally = _Tally(
+        np.zeros((2, n_bins), dtype=np.int64),
+        np.zeros((4, n_bins)) if with_loss else None,
+        np.zeros((2, job.fixed_thresholds.size + 1), dtype=np.int64) if with_fixed else None,
+    )
+    for chunk in range(first, first + n_chunks):
+        start = chunk * job.chunk_size
+        size = min(job.chunk_size, total - start)
+        s0, s1 = _draw(job, stream, chunk, size)
+        for side, s in enumerate((s0, s1)):
+            # Order P||Q needs D's scores against upper edges, Q||P D_prime's against lower edges.
+            index, w = job.grid.locate(s, ("upper", "lower")[side] if with_loss else None)
+            tally.counts[side] += np.bincount(index, minlength=n_bins)
+            if with_loss:
+                tally.loss[2 * side] += np.bincount(index, weights=w, minlength=n_bins)
+                np.square(w, out=w)
+                tally.loss[2 * side + 1] += np.bincount(index, weights=w, minlength=n_bins)
+            if with_fixed:
+                below = np.searchsorted(job.fixed_thresholds, s, side="left")
+                tally.fixed[side] += np.bincount(below, minlength=job.fixed_thresholds.size + 1)
+    return tally
+
+
+def _batches(stream: str, total: int, chunk_size: int, values_per_output: int) -> list[tuple]:
+    """Cut a stream into batches of consecutive chunks: about ``_BATCHES_PER_STREAM`` of them,
+    each at most ``_BATCH_VALUES`` scalar values per dataset. Depends only on the stream's size,
+    the chunk size and the output size, so the summation order never depends on the workers."""
+    n_chunks = -(-total // chunk_size)
+    largest = max(1, _BATCH_VALUES // (chunk_size * values_per_output))
+    per_batch = max(1, min(n_chunks // _BATCHES_PER_STREAM, largest))
+    return [
+        (stream, first, min(per_batch, n_chunks - first), total)
+        for first in range(0, n_chunks, per_batch)
+    ]
+
+
+def _check_pair(pair: object) -> NeighbouringPair:
+    if not isinstance(pair, NeighbouringPair):
+        raise ValueError(f"pair must be a NeighbouringPair, got {type(pair).__name__}")
+    return pair
+
+
+def _same_pair(a: NeighbouringPair, b: NeighbouringPair) -> bool:
+    return (
+        a.relation == b.relation
+        and a.d.shape == b.d.shape
+        and a.d_prime.shape == b.d_prime.shape
+        and bool(np.array_equal(a.d, b.d))
+        and bool(np.array_equal(a.d_prime, b.d_prime))
+    )
+
+
+def _default_attack(mechanism: Any, pair: NeighbouringPair, probe: np.ndarray) -> Attack:
+    """Likelihood ratio when the mechanism knows its density, else the scalar output."""
+    try:
+        mechanism.log_density(pair.d, probe)
+    except (NotImplementedError, AttributeError):
+        values = int(np.prod(np.shape(probe)[1:], dtype=np.int64))
+        if values != 1:
+            raise ValueError(
+                f"{getattr(mechanism, 'name', type(mechanism).__name__)} has no log_density and "
+                "vector outputs: pass an attack (e.g. Threshold(projection=...))"
+            ) from None
+        return Threshold()
+    return LikelihoodRatio(mechanism, pair)
+
+
+def _fixed_thresholds(threshold: object) -> np.ndarray:
+    t = np.atleast_1d(np.asarray(threshold, dtype=float))
+    if t.ndim != 1 or t.size == 0 or not np.isfinite(t).all():
+        raise ValueError(
+            f"threshold must be a finite number or a non-empty 1-d sequence of them, "
+            f"got {threshold!r}"
+        )
+    if np.unique(t).size != t.size:
+        raise ValueError(f"threshold must not repeat values, got {threshold!r}")
+    return t
+
+
+def audit(
+    mechanism: Any,
+    pair: NeighbouringPair | None = None,
+    attack: Attack | None = None,
+    *,
+    trials: int,
+    seed: int = 0,
+    confidence: float = 0.95,
+    strategy: str = "holdout",
+    threshold: float | list[float] | np.ndarray | None = None,
+    selection_trials: int | None = None,
+    n_jobs: int = 1,
+    chunk_size: int | None = None,
+    bins: int | None = None,
+    progress: bool | None = None,
+) -> AuditResult:
+    """Audit ``mechanism`` on a neighbouring pair by Monte Carlo.
+
+    Parameters
+    ----------
+    mechanism:
+        Anything with ``sample(dataset, size, rng)`` and ``worst_case_pair()`` (and
+        ``log_density`` for the default attack).
+    pair:
+        The neighbouring pair; defaults to the attack's own ``pair`` when it was built for one
+        (e.g. :class:`~dpaudit.attacks.LikelihoodRatio`), else ``mechanism.worst_case_pair()``.
+    attack:
+        The score; defaults to :class:`~dpaudit.attacks.LikelihoodRatio` when the mechanism knows
+        its density, else :class:`~dpaudit.attacks.Threshold` on scalar outputs.
+    trials:
+        Evaluation runs on **each** dataset.
+    seed:
+        Seed of every random stream (see the module docstring).
+    confidence:
+        Level of every bound, in ``(0, 1)``.
+    strategy:
+        ``"holdout"``, ``"bonferroni"`` or ``"fixed"`` (:mod:`dpaudit.audit.strategies`).
+    threshold:
+        The threshold(s) for ``strategy="fixed"`` (test "D_prime iff score > threshold").
+    selection_trials:
+        Selection runs per dataset, drawn in addition to ``trials``; default
+        ``max(trials // 4, 10_000)``. The pilot (grid) and fit samples are at most
+        ``min(selection_trials, 2^16)`` and ``min(selection_trials, 2^15)`` more.
+    n_jobs:
+        Workers for ``joblib.Parallel`` (``-1``: all cores). Results do not depend on it.
+    chunk_size:
+        Trials per random-stream chunk; default about ``2^15`` scalar values per chunk. Results
+        depend on it (it defines the streams), so it is recorded in the result.
+    bins:
+        Bins of a continuous score grid; default :func:`default_bins`.
+    progress:
+        Show a progress bar on stderr; ``None`` shows it for runs of ``10^7`` trials or more
+        when stderr is a terminal.
+    """
+    started = time.perf_counter()
+    trials = check_integer("trials", trials, minimum=1)
+    seed = check_integer("seed", seed, minimum=0)
+    confidence = check_probability("confidence", confidence, low_open=True, high_open=True)
+    strategy = check_choice("strategy", strategy, STRATEGIES)
+    if strategy == "fixed":
+        if threshold is None:
+            raise ValueError("strategy 'fixed' needs threshold= (a number or a sequence)")
+        fixed = _fixed_thresholds(threshold)
+    elif threshold is not None:
+        raise ValueError(
+            f"threshold= is only used with strategy 'fixed', got strategy {strategy!r}"
+        )
+    else:
+        fixed = None
+    if selection_trials is None:
+        selection_trials = default_selection_trials(trials)
+    selection_trials = check_integer("selection_trials", selection_trials, minimum=2)
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int | np.integer) or n_jobs == 0:
+        raise ValueError(f"n_jobs must be a non-zero integer (-1 = all cores), got {n_jobs!r}")
+    bins = default_bins(trials) if bins is None else check_integer("bins", bins, minimum=2)
+    if progress is not None and not isinstance(progress, bool):
+        raise ValueError(f"progress must be None, True or False, got {progress!r}")
+    if pair is None:
+        # An attack built for a pair (LikelihoodRatio, a tracing game) defines what is audited.
+        own = getattr(attack, "pair", None)
+        pair = own if isinstance(own, NeighbouringPair) else mechanism.worst_case_pair()
+    pair = _check_pair(pair)
+
+    probe = np.asarray(mechanism.sample(pair.d, 2, chunk_generator(seed, "probe", 0)))
+    if probe.ndim == 0 or probe.shape[0] != 2:
+        raise ValueError("mechanism.sample(dataset, size, rng) must return size outputs on axis 0")
+    values_per_output = max(1, int(np.prod(probe.shape[1:], dtype=np.int64)))
+    if chunk_size is None:
+        chunk_size = default_chunk_size(values_per_output)
+    chunk_size = check_integer("chunk_size", chunk_size, minimum=1)
+    if attack is None:
+        attack = _default_attack(mechanism, pair, probe)
+    if not isinstance(attack, Attack):
+        raise ValueError(f"attack must be a dpaudit Attack, got {type(attack).__name__}")
+
+    fit_trials = min(selection_trials, FIT_TRIALS) if attack.learns else 0
+    if attack.learns:
+        rng = chunk_generator(seed, "fit", 0)
+        fitted = attack.fit(
+            mechanism.sample(pair.d, fit_trials, rng),
+            mechanism.sample(pair.d_prime, fit_trials, rng),
+        )
+        attack = attack if fitted is None else fitted
+    exact = (
+        bool(attack.exact_privacy_loss)
+        and getattr(attack, "mechanism", mechanism) is mechanism
+        and _same_pair(getattr(attack, "pair", pair), pair)
+    )
+
+    pilot_trials = min(selection_trials, PILOT_TRIALS)
+    pilot_job = _Job(
+        mechanism, pair, attack, ScoreGrid("discrete", np.zeros(1)), seed, chunk_size, False, None
+    )
+    pilot = [
+        _draw(pilot_job, "pilot", i, min(chunk_size, pilot_trials - i * chunk_size))
+        for i in range(-(-pilot_trials // chunk_size))
+    ]
+    grid = ScoreGrid.from_scores(np.concatenate([s for scores in pilot for s in scores]), bins=bins)
+    del pilot
+
+    sorted_fixed = None if fixed is None else np.sort(fixed)
+    job = _Job(mechanism, pair, attack, grid, seed, chunk_size, exact, sorted_fixed)
+    batches = _batches("selection", selection_trials, chunk_size, values_per_output)
+    batches += _batches("evaluation", trials, chunk_size, values_per_output)
+    totals = {
+        "selection": _Tally(np.zeros((2, grid.n_bins), dtype=np.int64), None, None),
+        "evaluation": _Tally(
+            np.zeros((2, grid.n_bins), dtype=np.int64),
+            np.zeros((4, grid.n_bins)) if exact else None,
+            None if fixed is None else np.zeros((2, fixed.size + 1), dtype=np.int64),
+        ),
+    }
+    if progress is None:
+        # Long runs: shown when stderr is a terminal (tqdm's own check).
+        disable = None if selection_trials + trials >= _AUTO_PROGRESS_TRIALS else True
+    else:
+        disable = not progress
+    bar = tqdm(
+        total=selection_trials + trials,
+        unit="trial",
+        unit_scale=True,
+        file=sys.stderr,
+        disable=disable,
+        desc=getattr(mechanism, "name", type(mechanism).__name__),
+    )
+    with bar, Parallel(n_jobs=int(n_jobs), return_as="generator") as parallel:
+        results = parallel(delayed(_run_batch)(job, *batch) for batch in batches)
+        for (stream, first, n_chunks, total), tally in zip(batches, results, strict=True):
+            totals[stream].add(tally)
+            bar.update(min(total, (first + n_chunks) * chunk_size) - first * chunk_size)
+
+    evaluation = totals["evaluation"]
+    loss = None
+    if exact:
+        # The overflow bin without an edge on the relevant side carries no weight.
+        evaluation.loss[:2, -1] = 0.0
+        evaluation.loss[2:, 0] = 0.0
+        c = evaluation.counts
+        loss = PrivacyLossStatistics(
+            grid.edges, c[0], *evaluation.loss[:2], c[1], *evaluation.loss[2:]
+        )
+    fixed_counts = None
+    if fixed is not None:
+        # Histograms over "number of sorted thresholds below the score" -> FP(s > t), FN(s <= t).
+        h0, h1 = evaluation.fixed
+        fp_sorted = np.cumsum(h0[::-1])[::-1][1:]
+        fn_sorted = np.cumsum(h1)[:-1]
+        rank = np.argsort(np.argsort(fixed))
+        fixed_counts = np.stack([fp_sorted[rank], fn_sorted[rank]])
+    return AuditResult(
+        mechanism=mechanism,
+        pair=pair,
+        attack=attack,
+        name=f"{getattr(mechanism, 'name', type(mechanism).__name__)} / {attack.name}",
+        trials=trials,
+        selection_trials=selection_trials,
+        pilot_trials=pilot_trials,
+        fit_trials=fit_trials,
+        seed=seed,
+        confidence=confidence,
+        strategy=strategy,
+        elapsed_seconds=time.perf_counter() - started,
+        grid=grid,
+        counts=evaluation.counts,
+        selection_counts=totals["selection"].counts,
+        privacy_loss=loss,
+        fixed_thresholds=fixed,
+        fixed_counts=fixed_counts,
+        chunk_size=chunk_size,
+        metadata=AuditResult.describe(mechanism, pair, attack, exact),
+    )

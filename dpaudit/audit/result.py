@@ -1,0 +1,552 @@
+"""The result of an audit: counts, the empirical trade-off curve, and the numbers read off it.
+
+Every number an :class:`AuditResult` reports is one of two kinds, and says so:
+
+- **lower bounds** (``epsilon_lower_bound``, ``mu_lower_bound``, ``violates``): valid at the
+  stated confidence whatever the attack, the grid or the mechanism's own claims, because the
+  threshold they are read at was fixed without looking at the evaluation counts
+  (:mod:`dpaudit.audit.strategies`);
+- **estimates** (``delta_estimate``'s point value, ``gdp_estimate``): informative, never bounds.
+
+A result round-trips through JSON (:meth:`AuditResult.to_json` / :meth:`AuditResult.from_json`)
+without re-running anything: the counts are the sufficient statistics of every number here.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import special
+
+from dpaudit.audit.confidence import clopper_pearson_upper
+from dpaudit.audit.empirical import EmpiricalTradeoff
+from dpaudit.audit.grid import ScoreGrid
+from dpaudit.audit.lower_bounds import epsilon_from_errors, mu_from_errors, violation_margin
+from dpaudit.audit.privacy_loss import PrivacyLossStatistics
+from dpaudit.audit.strategies import bonferroni_candidates, predicted_upper
+from dpaudit.bounds.tradeoff import TradeoffCurve
+from dpaudit.bounds.validation import check_probability
+from dpaudit.mechanisms.base import METHOD_KINDS, NeighbouringPair
+
+__all__ = ["AuditResult", "RESULT_FORMAT", "DEFAULT_DELTAS"]
+
+#: ``format`` tag and version of :meth:`AuditResult.to_dict`.
+RESULT_FORMAT = {"name": "dpaudit.audit_result", "version": 1}
+
+#: The ``delta`` values of the summary table and of :meth:`AuditResult.theory_comparison`.
+DEFAULT_DELTAS = (0.0, 1e-5)
+
+#: A threshold enters the GDP estimate only if each of its four counts is at least this.
+_GDP_MIN_COUNT = 10
+
+
+def _versions() -> dict[str, str]:
+    from dpaudit import __version__
+
+    return {"dpaudit": __version__, "numpy": np.__version__, "python": platform.python_version()}
+
+
+def _json_default(value: Any) -> Any:
+    """numpy scalars and arrays in parameters, as plain JSON values."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
+def _float_key(value: float) -> str:
+    return repr(float(value))
+
+
+@dataclass(eq=False)
+class AuditResult:
+    """Everything an audit measured; see the module docstring.
+
+    ``counts[0]`` / ``counts[1]``: evaluation scores per grid bin under ``D`` / ``D_prime``;
+    ``selection_counts`` the same for the selection sample; ``fixed_counts`` (strategy
+    ``"fixed"``): false positives ``#{s > t}`` under ``D`` and false negatives ``#{s <= t}`` under
+    ``D_prime`` at each given threshold. ``mechanism``, ``pair`` and ``attack`` are the objects
+    audited (``mechanism`` and ``attack`` are ``None`` after loading from JSON; their names and
+    parameters stay in ``metadata``).
+    """
+
+    mechanism: Any
+    pair: NeighbouringPair | None
+    attack: Any
+    name: str
+    trials: int
+    selection_trials: int
+    pilot_trials: int
+    fit_trials: int
+    seed: int
+    confidence: float
+    strategy: str
+    elapsed_seconds: float
+    grid: ScoreGrid
+    counts: np.ndarray
+    selection_counts: np.ndarray
+    privacy_loss: PrivacyLossStatistics | None = None
+    fixed_thresholds: np.ndarray | None = None
+    fixed_counts: np.ndarray | None = None
+    chunk_size: int = 0
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    # ------------------------------------------------------------------ construction helpers
+    @staticmethod
+    def describe(
+        mechanism: Any, pair: NeighbouringPair, attack: Any, exact: bool
+    ) -> dict[str, Any]:
+        """The JSON-ready record of what was audited and with which software."""
+        params = mechanism.params() if callable(getattr(mechanism, "params", None)) else {}
+        return {
+            "mechanism": {
+                "name": getattr(mechanism, "name", type(mechanism).__name__),
+                "class": type(mechanism).__name__,
+                "params": params,
+            },
+            "attack": {
+                "name": attack.name,
+                "class": type(attack).__name__,
+                "params": attack.params(),
+                "exact_privacy_loss": bool(exact),
+            },
+            "pair": pair.to_dict(),
+            "versions": _versions(),
+            "random": {
+                "bit_generator": "PCG64",
+                "streams": "SeedSequence(seed, spawn_key=(stream, chunk)); streams 0 fit, "
+                "1 pilot, 2 selection, 3 evaluation, 4 probe",
+            },
+        }
+
+    # ------------------------------------------------------------------ curves
+    @property
+    def edges(self) -> np.ndarray:
+        """The score grid's finite bin edges (the candidate thresholds)."""
+        return self.grid.edges
+
+    @property
+    def gamma(self) -> float:
+        """``1 - confidence``."""
+        return 1.0 - self.confidence
+
+    @cached_property
+    def tradeoff(self) -> EmpiricalTradeoff:
+        """The empirical trade-off curve of the evaluation trials, with its band."""
+        return EmpiricalTradeoff(
+            self.grid.edges,
+            self.counts[0],
+            self.counts[1],
+            confidence=self.confidence,
+            name=f"empirical: {self.name}",
+        )
+
+    @cached_property
+    def selection_tradeoff(self) -> EmpiricalTradeoff:
+        """The same curve on the selection sample (used only to choose thresholds)."""
+        return EmpiricalTradeoff(
+            self.grid.edges,
+            self.selection_counts[0],
+            self.selection_counts[1],
+            confidence=self.confidence,
+            name=f"selection: {self.name}",
+        )
+
+    @cached_property
+    def candidates(self) -> np.ndarray:
+        """Grid indices of the Bonferroni candidate thresholds (from the selection sample)."""
+        sel = self.selection_tradeoff
+        return bonferroni_candidates(sel.fp, sel.fn, sel.n_d, sel.n_d_prime)
+
+    @cached_property
+    def _predicted(self) -> tuple[np.ndarray, np.ndarray]:
+        """Holdout: the evaluation's upper bounds predicted from pessimistic selection rates."""
+        sel, ev = self.selection_tradeoff, self.tradeoff
+        g = self.gamma / 2
+        return (
+            predicted_upper(sel.fp, sel.n_d, ev.n_d, g),
+            predicted_upper(sel.fn, sel.n_d_prime, ev.n_d_prime, g),
+        )
+
+    # ------------------------------------------------------------------ threshold choice
+    def _witness(self, objective: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> dict[str, Any]:
+        """Choose a threshold by the strategy and read the evaluation counts there.
+
+        ``objective(alpha_upper, beta_upper) -> array`` (larger is better) is evaluated on
+        predicted bounds (holdout) or on the candidates' evaluation bounds (bonferroni, fixed).
+        """
+        ev = self.tradeoff
+        n0, n1 = ev.n_d, ev.n_d_prime
+        if self.strategy == "fixed":
+            fp, fn = self.fixed_counts
+            k = fp.size
+            g = self.gamma / (2 * k)
+            au = clopper_pearson_upper(fp, n0, g)
+            bu = clopper_pearson_upper(fn, n1, g)
+            i = int(np.argmax(objective(au, bu)))
+            threshold, rule, fp_i, fn_i = float(self.fixed_thresholds[i]), ">", fp[i], fn[i]
+            au_i, bu_i = float(au[i]), float(bu[i])
+        elif self.strategy == "bonferroni":
+            cand = self.candidates
+            k = cand.size
+            g = self.gamma / (2 * k)
+            au = clopper_pearson_upper(ev.fp[cand], n0, g)
+            bu = clopper_pearson_upper(ev.fn[cand], n1, g)
+            i = int(np.argmax(objective(au, bu)))
+            j = int(cand[i])
+            threshold, rule, fp_i, fn_i = float(self.grid.edges[j]), ">=", ev.fp[j], ev.fn[j]
+            au_i, bu_i = float(au[i]), float(bu[i])
+        else:
+            k = 1
+            g = self.gamma / 2
+            pa, pb = self._predicted
+            j = int(np.argmax(objective(pa, pb)))
+            threshold, rule, fp_i, fn_i = float(self.grid.edges[j]), ">=", ev.fp[j], ev.fn[j]
+            au_i = float(clopper_pearson_upper(fp_i, n0, g))
+            bu_i = float(clopper_pearson_upper(fn_i, n1, g))
+        return {
+            "threshold": threshold,
+            "rule": f"D_prime iff score {rule} threshold",
+            "alpha": float(fp_i) / n0,
+            "beta": float(fn_i) / n1,
+            "alpha_upper": au_i,
+            "beta_upper": bu_i,
+            "strategy": self.strategy,
+            "candidates": int(k),
+            "gamma_per_bound": float(g),
+            "confidence": self.confidence,
+        }
+
+    # ------------------------------------------------------------------ lower bounds
+    def epsilon_witness(self, delta: float = 0.0) -> dict[str, Any]:
+        """The threshold behind :meth:`epsilon_lower_bound` and its numbers.
+
+        Keys: ``threshold``, ``rule``, ``alpha``, ``beta`` (estimates), ``alpha_upper``,
+        ``beta_upper``, ``epsilon``, ``delta``, ``order`` (``"d_d_prime"`` when the bound comes
+        from ``log((1 - delta - beta+) / alpha+)``, ``"d_prime_d"`` for the swapped roles), and the
+        strategy's bookkeeping.
+        """
+        delta = check_probability("delta", delta, high_open=True)
+        w = self._witness(lambda a, b: epsilon_from_errors(a, b, delta))
+        w["delta"] = delta
+        w["epsilon"] = float(epsilon_from_errors(w["alpha_upper"], w["beta_upper"], delta))
+        a, b = w["alpha_upper"], w["beta_upper"]
+        # Which ratio attains the bound: (1 - delta - b) / a (test as given) or its mirror.
+        w["order"] = "d_d_prime" if (1 - delta - b) * b >= (1 - delta - a) * a else "d_prime_d"
+        return w
+
+    def epsilon_lower_bound(self, delta: float = 0.0) -> float:
+        """``eps`` such that the mechanism is not ``(eps', delta)``-DP for any ``eps' < eps``,
+        at the stated confidence (THEORY.md section 5). Never negative."""
+        return self.epsilon_witness(delta)["epsilon"]
+
+    def mu_witness(self) -> dict[str, Any]:
+        """The threshold behind :meth:`mu_lower_bound` (keys as :meth:`epsilon_witness`, ``mu``)."""
+        w = self._witness(mu_from_errors)
+        w["mu"] = float(mu_from_errors(w["alpha_upper"], w["beta_upper"]))
+        return w
+
+    def mu_lower_bound(self) -> float:
+        """``mu`` such that the mechanism is not ``mu'``-GDP for any ``mu' < mu``, at the stated
+        confidence: ``Phi^{-1}(1 - alpha+) - Phi^{-1}(beta+)`` (THEORY.md section 5)."""
+        return self.mu_witness()["mu"]
+
+    def violates(self, claim: TradeoffCurve) -> dict[str, Any] | None:
+        """Evidence that the mechanism is not ``claim``-DP, or ``None``.
+
+        A threshold whose upper bounds fall below the claimed curve, ``beta+ < f(alpha+)``
+        (``order = "d_d_prime"``) or ``alpha+ < f(beta+)`` (``"d_prime_d"``), refutes the claim at
+        the stated confidence. The returned witness holds ``threshold``, ``alpha_upper``,
+        ``beta_upper``, ``claimed_beta`` (``f`` at the other error) and ``order``.
+        """
+        if not isinstance(claim, TradeoffCurve):
+            raise ValueError(f"claim must be a TradeoffCurve, got {type(claim).__name__}")
+
+        def objective(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+            forward, reverse = violation_margin(claim, a, b)
+            return np.maximum(forward, reverse)
+
+        w = self._witness(objective)
+        forward, reverse = violation_margin(claim, w["alpha_upper"], w["beta_upper"])
+        forward, reverse = float(forward), float(reverse)
+        if max(forward, reverse) <= 0.0:
+            return None
+        if forward >= reverse:
+            w["order"], w["claimed_beta"] = "d_d_prime", float(claim(w["alpha_upper"]))
+        else:
+            w["order"], w["claimed_beta"] = "d_prime_d", float(claim(w["beta_upper"]))
+        w["claim"] = claim.name
+        return w
+
+    # ------------------------------------------------------------------ estimates
+    def delta_estimate(self, eps: float | np.ndarray) -> dict[str, Any]:
+        """Monte Carlo ``delta(eps)`` with an empirical Bernstein interval, both pair orders.
+
+        Only when the score is the exact privacy loss of the audited mechanism on this pair
+        (:class:`~dpaudit.attacks.LikelihoodRatio`); see
+        :meth:`dpaudit.audit.privacy_loss.PrivacyLossStatistics.delta`.
+        """
+        if self.privacy_loss is None:
+            raise ValueError(
+                "delta_estimate needs an attack whose score is the exact privacy loss of the "
+                "audited mechanism on this pair (LikelihoodRatio); this result has none"
+            )
+        return self.privacy_loss.delta(eps, self.confidence)
+
+    def gdp_estimate(self) -> dict[str, Any]:
+        """A ``mu``-GDP *estimate* (Nasr et al. 2023, "Tight auditing"), never a bound.
+
+        Assumes the curve is ``G_mu``: every threshold with at least 10 counts on each side gives
+        ``mu_j = Phi^{-1}(1 - alpha_j) - Phi^{-1}(beta_j)``; they are averaged with inverse
+        delta-method variances ``alpha(1-alpha) / (N0 phi(z_alpha)^2) + (same for beta)``, and
+        clipped at 0. ``mu`` is ``None`` (with a ``note``) when no threshold has enough counts,
+        e.g. when the two output distributions never overlap in the sample.
+        """
+        ev = self.tradeoff
+        fp, fn = ev.fp, ev.fn
+        n0, n1 = ev.n_d, ev.n_d_prime
+        m = _GDP_MIN_COUNT
+        ok = (fp >= m) & (n0 - fp >= m) & (fn >= m) & (n1 - fn >= m)
+        pairs = np.unique(np.stack([fp[ok], fn[ok]], axis=1), axis=0)
+        base = {"label": "estimate", "method": "inverse-variance mean of per-threshold mu"}
+        if pairs.shape[0] == 0:
+            note = f"no threshold has {m} or more counts on each side: no estimate"
+            return {"mu": None, "thresholds": 0, **base, "note": note}
+        a = pairs[:, 0] / n0
+        b = pairs[:, 1] / n1
+        za, zb = special.ndtri(a), special.ndtri(b)
+        mu_j = -za - zb
+        pdf = (
+            np.exp(-0.5 * za * za) / np.sqrt(2 * np.pi),
+            np.exp(-0.5 * zb * zb) / np.sqrt(2 * np.pi),
+        )
+        var = a * (1 - a) / (n0 * pdf[0] ** 2) + b * (1 - b) / (n1 * pdf[1] ** 2)
+        weights = 1.0 / var
+        mu = max(float(np.sum(weights * mu_j) / np.sum(weights)), 0.0)
+        return {"mu": mu, "thresholds": int(pairs.shape[0]), **base}
+
+    # ------------------------------------------------------------------ theory
+    def theory_comparison(
+        self, methods: Sequence[str] | None = None, deltas: Sequence[float] = DEFAULT_DELTAS
+    ) -> pd.DataFrame:
+        """Lower bounds beside the mechanism's theoretical values, one row per method.
+
+        For every theory ``method`` (default: all of ``mechanism.theory_methods``): ``eps`` at
+        each ``delta`` (theory ``mechanism.epsilon(delta, method)``), and ``mu`` (theory: the
+        ``mu`` of the method's trade-off curve ``f`` read at the witness point,
+        ``Phi^{-1}(1 - alpha+) - Phi^{-1}(f(alpha+))``; for an exact ``G_mu`` this is ``mu``).
+        ``tightness = lower_bound / theory`` (0 when the theory is infinite). A method that cannot
+        answer at some ``delta`` gets ``NaN`` there and says why in the ``note`` column.
+        """
+        if self.mechanism is None:
+            raise ValueError("theory_comparison needs the mechanism object (not kept in JSON)")
+        if methods is None:
+            methods = tuple(self.mechanism.theory_methods)
+        deltas = [check_probability("delta", d, high_open=True) for d in deltas]
+        eps_lb = {d: self.epsilon_lower_bound(d) for d in deltas}
+        mu_w = self.mu_witness()
+        rows = []
+        for method in methods:
+            kind = METHOD_KINDS.get(method, "bound")
+            for d in deltas:
+                try:
+                    theory = float(self.mechanism.epsilon(d, method=method))
+                except ValueError as exc:
+                    row = self._row("epsilon", f"delta={d:g}", method, kind, eps_lb[d], np.nan)
+                    row["note"] = f"theory unavailable: {exc}"
+                    rows.append(row)
+                    continue
+                rows.append(self._row("epsilon", f"delta={d:g}", method, kind, eps_lb[d], theory))
+            curve = self.mechanism.tradeoff(method=method)
+            a = mu_w["alpha_upper"]
+            beta = float(curve(a))
+            theory = float(-special.ndtri(a) - special.ndtri(beta)) if beta > 0 else np.inf
+            rows.append(self._row("mu", f"alpha={a:.6g}", method, kind, mu_w["mu"], theory))
+        return pd.DataFrame(rows)
+
+    def _row(
+        self, quantity: str, query: str, method: str, kind: str, lb: float, theory: float
+    ) -> dict[str, Any]:
+        if np.isnan(theory):
+            tight = np.nan
+        elif np.isinf(theory):
+            tight = 0.0
+        elif theory > 0:
+            tight = lb / theory
+        else:
+            tight = 1.0 if lb == 0 else np.inf
+        return {
+            "quantity": quantity,
+            "query": query,
+            "method": method,
+            "kind": kind,
+            "lower_bound": lb,
+            "theory": theory,
+            "tightness": tight,
+            "strategy": self.strategy,
+            "confidence": self.confidence,
+            "note": "",
+        }
+
+    def tightness(
+        self, deltas: Sequence[float] = (1e-5,), method: str | None = None
+    ) -> dict[str, float]:
+        """``lower bound / theoretical value`` for ``eps`` at each ``delta`` and for ``mu``, by
+        ``method`` (default: the mechanism's first, tightest theory method)."""
+        if self.mechanism is None:
+            raise ValueError("tightness needs the mechanism object (not kept in JSON)")
+        if method is None:
+            method = self.mechanism.theory_methods[0]
+        frame = self.theory_comparison([method], deltas)
+        out: dict[str, float] = {}
+        for row in frame.itertuples():
+            key = "mu" if row.quantity == "mu" else f"epsilon@{row.query}"
+            out[key] = float(row.tightness)
+        return out
+
+    # ------------------------------------------------------------------ tables and JSON
+    def summary(self, deltas: Sequence[float] = DEFAULT_DELTAS) -> dict[str, Any]:
+        """The headline numbers: ``eps`` lower bounds at ``deltas``, the ``mu`` lower bound and
+        the GDP estimate."""
+        return {
+            "epsilon_lower_bound": {_float_key(d): self.epsilon_lower_bound(d) for d in deltas},
+            "mu_lower_bound": self.mu_lower_bound(),
+            "gdp_estimate": self.gdp_estimate()["mu"],
+        }
+
+    def to_frame(self, deltas: Sequence[float] = DEFAULT_DELTAS) -> pd.DataFrame:
+        """One row per reported number: quantity, query, value, kind (lower bound / estimate),
+        threshold, strategy, confidence (the GDP estimate only when there is one). Per-threshold
+        points: ``result.tradeoff.to_frame()``."""
+        rows = []
+        for d in deltas:
+            w = self.epsilon_witness(d)
+            rows.append(("epsilon", f"delta={d:g}", w["epsilon"], "lower bound", w["threshold"]))
+        w = self.mu_witness()
+        rows.append(("mu", "", w["mu"], "lower bound", w["threshold"]))
+        gdp_mu = self.gdp_estimate()["mu"]
+        if gdp_mu is not None:
+            rows.append(("mu", "GDP fit", gdp_mu, "estimate", np.nan))
+        frame = pd.DataFrame(rows, columns=["quantity", "query", "value", "kind", "threshold"])
+        frame["strategy"] = self.strategy
+        frame["confidence"] = self.confidence
+        frame["trials"] = self.trials
+        return frame
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every count and setting, JSON-ready; :meth:`from_dict` rebuilds an equal result."""
+        fixed = None
+        if self.fixed_thresholds is not None:
+            fixed = {
+                "thresholds": self.fixed_thresholds.tolist(),
+                "fp": self.fixed_counts[0].tolist(),
+                "fn": self.fixed_counts[1].tolist(),
+            }
+        return {
+            "format": RESULT_FORMAT["name"],
+            "format_version": RESULT_FORMAT["version"],
+            "name": self.name,
+            "trials": self.trials,
+            "selection_trials": self.selection_trials,
+            "pilot_trials": self.pilot_trials,
+            "fit_trials": self.fit_trials,
+            "seed": self.seed,
+            "confidence": self.confidence,
+            "strategy": self.strategy,
+            "elapsed_seconds": self.elapsed_seconds,
+            "chunk_size": self.chunk_size,
+            **self.metadata,
+            "grid": self.grid.to_dict(),
+            "counts": {"d": self.counts[0].tolist(), "d_prime": self.counts[1].tolist()},
+            "selection_counts": {
+                "d": self.selection_counts[0].tolist(),
+                "d_prime": self.selection_counts[1].tolist(),
+            },
+            "privacy_loss": None if self.privacy_loss is None else self.privacy_loss.to_dict(),
+            "fixed": fixed,
+            "summary": self.summary(),
+        }
+
+    def to_json(self, path: str | None = None, *, indent: int | None = None) -> str:
+        """The :meth:`to_dict` record as strict JSON (no NaN/inf); written to ``path`` if given."""
+        text = json.dumps(self.to_dict(), indent=indent, allow_nan=False, default=_json_default)
+        if path is not None:
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(text)
+        return text
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> AuditResult:
+        """Rebuild a result from :meth:`to_dict` output (``mechanism`` and ``attack`` are
+        ``None``; the pair is rebuilt)."""
+        if data.get("format") != RESULT_FORMAT["name"]:
+            found = data.get("format")
+            raise ValueError(f"data must be a {RESULT_FORMAT['name']!r} record, got {found!r}")
+        grid = ScoreGrid.from_dict(data["grid"])
+        counts = np.array([data["counts"]["d"], data["counts"]["d_prime"]], dtype=np.int64)
+        sel = data["selection_counts"]
+        selection = np.array([sel["d"], sel["d_prime"]], dtype=np.int64)
+        loss = None
+        if data.get("privacy_loss") is not None:
+            pl = data["privacy_loss"]
+            loss = PrivacyLossStatistics(
+                grid.edges,
+                pl["counts_d"],
+                pl["sum_d"],
+                pl["sum_sq_d"],
+                pl["counts_d_prime"],
+                pl["sum_d_prime"],
+                pl["sum_sq_d_prime"],
+            )
+        fixed_t = fixed_c = None
+        if data.get("fixed") is not None:
+            fixed_t = np.asarray(data["fixed"]["thresholds"], dtype=float)
+            fixed_c = np.array([data["fixed"]["fp"], data["fixed"]["fn"]], dtype=np.int64)
+        p = data["pair"]
+        pair = NeighbouringPair(p["d"], p["d_prime"], p["relation"], p.get("description", ""))
+        metadata = {k: data[k] for k in ("mechanism", "attack", "pair", "versions", "random")}
+        return cls(
+            mechanism=None,
+            pair=pair,
+            attack=None,
+            name=data["name"],
+            trials=int(data["trials"]),
+            selection_trials=int(data["selection_trials"]),
+            pilot_trials=int(data["pilot_trials"]),
+            fit_trials=int(data["fit_trials"]),
+            seed=int(data["seed"]),
+            confidence=float(data["confidence"]),
+            strategy=data["strategy"],
+            elapsed_seconds=float(data["elapsed_seconds"]),
+            grid=grid,
+            counts=counts,
+            selection_counts=selection,
+            privacy_loss=loss,
+            fixed_thresholds=fixed_t,
+            fixed_counts=fixed_c,
+            chunk_size=int(data["chunk_size"]),
+            metadata=metadata,
+        )
+
+    @classmethod
+    def from_json(cls, text_or_path: str) -> AuditResult:
+        """Rebuild a result from :meth:`to_json` text or from the path of a file holding it."""
+        text = text_or_path
+        if not text_or_path.lstrip().startswith("{"):
+            with open(text_or_path, encoding="utf-8") as fh:
+                text = fh.read()
+        return cls.from_dict(json.loads(text))
+
+    def __repr__(self) -> str:
+        return (
+            f"<AuditResult {self.name}: trials={self.trials}, strategy={self.strategy}, "
+            f"confidence={self.confidence}>"
+        )

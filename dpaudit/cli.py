@@ -1,0 +1,281 @@
+"""The ``dpaudit`` command.
+
+Sub-commands::
+
+    dpaudit run SPEC -o DIR        run the audits of a TOML spec, write results.json and a report
+    dpaudit report RESULTS -o DIR  draw the report again from a results.json (runs no trial)
+    dpaudit suite -o DIR           audit the battery of reference mechanisms (under a minute)
+    dpaudit list                   kinds of mechanisms, attacks and claims; methods; spec keys
+    dpaudit bounds KIND --param k=v ...   theory table: eps at delta and delta at eps, every method
+
+``--trials``, ``--seed`` and ``--n-jobs`` override the spec. Progress bars go to stderr.
+
+Exit codes: 0 every audit reached its expected verdict (by default: every claim held);
+1 a usage or input error (one line on stderr, nothing written); 3 some audit did not reach its
+expected verdict, which for an ordinary audit means its claim was violated. ``run`` fails with 3
+by default (``--no-fail-on-violation`` turns that off); ``suite`` only with
+``--fail-on-violation``, since its battery holds a deliberately over-claimed mechanism that is
+expected to be violated.
+
+Output directories are written atomically: a failed run leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from dpaudit import reports, specs
+from dpaudit.mechanisms.base import METHOD_KINDS
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+__all__ = ["main", "build_parser", "EXIT_OK", "EXIT_USER_ERROR", "EXIT_VIOLATION"]
+
+EXIT_OK = 0
+EXIT_USER_ERROR = 1
+EXIT_VIOLATION = 3
+
+
+class _UsageError(Exception):
+    """A command-line mistake; reported as one line with exit code 1."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise _UsageError(f"{message} (see '{self.prog} --help')")
+
+
+def _parse_param(text: str) -> tuple[str, Any]:
+    """``key=value`` with ``value`` read as a TOML value (``1``, ``0.5``, ``"x"``, ``{...}``);
+    a value that is no TOML is taken as a string."""
+    key, sep, value = text.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise ValueError(f"--param must look like key=value, got {text!r}")
+    try:
+        return key, tomllib.loads(f"v = {value}")["v"]
+    except tomllib.TOMLDecodeError:
+        return key, value.strip()
+
+
+def _add_overrides(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--trials", type=int, help="trials per dataset (overrides the spec)")
+    p.add_argument("--seed", type=int, help="root seed (overrides the spec)")
+    p.add_argument("--n-jobs", type=int, dest="n_jobs", help="parallel workers, -1 = all cores")
+    p.add_argument("--quiet", action="store_true", help="no progress bars, no summary")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``dpaudit`` command."""
+    parser = _Parser(
+        prog="dpaudit",
+        description="Empirical privacy auditing by Monte Carlo: measured trade-off curves "
+        "against f-DP, Renyi DP and (eps, delta) theory.",
+        epilog="Exit codes: 0 as expected, 1 input error, 3 a claim was violated.",
+    )
+    from dpaudit import __version__
+
+    parser.add_argument("--version", action="version", version=f"dpaudit {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    run = sub.add_parser("run", help="run the audits of a TOML spec and write a report")
+    run.add_argument("spec", type=Path, help="TOML spec with [[audit]] tables")
+    run.add_argument("-o", "--output", type=Path, required=True, help="report directory")
+    _add_overrides(run)
+    run.add_argument(
+        "--fail-on-violation",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="exit 3 when an audit does not reach its expected verdict (default: on)",
+    )
+    run.set_defaults(func=_cmd_run)
+
+    report = sub.add_parser("report", help="draw a report again from results.json")
+    report.add_argument("results", type=Path, help="results.json, or a report directory")
+    report.add_argument("-o", "--output", type=Path, required=True, help="report directory")
+    report.set_defaults(func=_cmd_report)
+
+    suite = sub.add_parser("suite", help="audit the battery of reference mechanisms")
+    suite.add_argument("-o", "--output", type=Path, help="report directory")
+    _add_overrides(suite)
+    suite.add_argument(
+        "--fail-on-violation",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="exit 3 when an audit does not reach its expected verdict (default: off)",
+    )
+    suite.add_argument(
+        "--print-spec", action="store_true", help="print the suite's TOML spec and exit"
+    )
+    suite.set_defaults(func=_cmd_suite)
+
+    lst = sub.add_parser("list", help="mechanism kinds, attack kinds, claim kinds, methods")
+    lst.set_defaults(func=_cmd_list)
+
+    bounds = sub.add_parser("bounds", help="theory table of a mechanism")
+    bounds.add_argument("kind", help="mechanism kind, e.g. gaussian (see 'dpaudit list')")
+    bounds.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="mechanism parameter; the value is read as TOML, e.g. sigma=1 or "
+        "base='{kind=\"gaussian\", sigma=1}'",
+    )
+    bounds.add_argument(
+        "--delta", type=float, action="append", help="delta at which to give eps (repeatable)"
+    )
+    bounds.add_argument(
+        "--eps", type=float, action="append", help="eps at which to give delta (repeatable)"
+    )
+    bounds.add_argument("--format", choices=("text", "csv", "json"), default="text")
+    bounds.set_defaults(func=_cmd_bounds)
+    return parser
+
+
+def _run_audits(audits: Sequence[specs.AuditSpec], output: Path, args: argparse.Namespace) -> int:
+    reports.writer.check_output_directory(output)
+    audits = [
+        a.with_overrides(trials=args.trials, seed=args.seed, n_jobs=args.n_jobs) for a in audits
+    ]
+    records = []
+    for spec in audits:
+        result = spec.run(progress=not args.quiet)
+        records.append(
+            reports.build_record(
+                result,
+                name=spec.name,
+                mechanism=spec.mechanism,
+                claim=spec.claim,
+                claim_table=spec.claim_table(),
+                deltas=spec.deltas,
+                expect=spec.expect,
+                description=spec.description,
+                spec=spec.table,
+            )
+        )
+        if not args.quiet:
+            print(f"{spec.name}: {records[-1]['verdict']}", file=sys.stderr)
+    reports.write(records, output)
+    if not args.quiet:
+        _summary(records, output)
+    unexpected = [r for r in records if r["verdict"] != r.get("expect", "consistent")]
+    return EXIT_VIOLATION if unexpected and args.fail_on_violation else EXIT_OK
+
+
+def _summary(records: Sequence[dict[str, Any]], output: Path) -> None:
+    for record in records:
+        print(f"{record['name']}: {reports.verdict_sentence(record)}")
+    print(f"report: {output / 'index.html'}")
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    return _run_audits(specs.load(args.spec), args.output, args)
+
+
+def _cmd_suite(args: argparse.Namespace) -> int:
+    if args.print_spec:
+        print(specs.SUITE_TOML, end="")
+        return EXIT_OK
+    if args.output is None:
+        raise _UsageError("suite needs -o DIR (see 'dpaudit suite --help')")
+    return _run_audits(specs.suite(), args.output, args)
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    document = reports.load_results(args.results)
+    reports.write(document, args.output)
+    print(f"report: {args.output / 'index.html'}")
+    return EXIT_OK
+
+
+def _params_text(kind: specs.Kind) -> str:
+    parts = []
+    for name, param in kind.params.items():
+        text = f"{name} ({param.expected}"
+        if not param.required and param.default is not None:
+            text += f", default {param.default}"
+        elif not param.required:
+            text += ", optional"
+        parts.append(text + ")")
+    return ", ".join(parts) or "no parameters"
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    sections = (
+        ("mechanism kinds", specs.MECHANISM_KINDS),
+        ("attack kinds", specs.ATTACK_KINDS),
+        ("claim kinds", specs.CLAIM_KINDS),
+    )
+    for title, registry in sections:
+        print(f"{title}:")
+        for name, kind in registry.items():
+            print(f"  {name:<24}{kind.summary}")
+            print(f"  {'':<24}{_params_text(kind)}")
+        print()
+    print("theory methods:")
+    for method, kind in METHOD_KINDS.items():
+        print(f"  {method:<24}{kind}")
+    print()
+    print("keys of an [[audit]] table:")
+    for key, param in specs.AUDIT_KEYS.items():
+        if param.required:
+            need = "required"
+        elif param.default is None:
+            need = "optional"
+        else:
+            default = list(param.default) if isinstance(param.default, tuple) else param.default
+            need = f"default {default!r}"
+        print(f"  {key:<24}{param.help} ({param.expected}; {need})")
+    return EXIT_OK
+
+
+def _cmd_bounds(args: argparse.Namespace) -> int:
+    table: dict[str, Any] = {"kind": args.kind}
+    for text in args.param:
+        key, value = _parse_param(text)
+        if key == "kind":
+            raise ValueError("--param kind=... is not allowed: the kind is the first argument")
+        table[key] = value
+    mechanism = specs.build_mechanism(table, source="dpaudit bounds")
+    deltas = args.delta or [1e-5, 1e-6]
+    eps = args.eps or [0.5, 1.0, 2.0]
+    frame = reports.theory_table(mechanism, deltas=deltas, eps=eps)
+    if args.format == "csv":
+        print(frame.to_csv(index=False), end="")
+    elif args.format == "json":
+        rows = reports.records.to_json_value(frame.to_dict(orient="records"))
+        print(json.dumps({"mechanism": mechanism.name, "rows": rows}, indent=1))
+    else:
+        if not frame["note"].astype(bool).any():
+            frame = frame.drop(columns="note")
+        print(mechanism.name)
+        print(reports.tables.format_frame(frame))
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``dpaudit`` with ``argv`` (default: ``sys.argv[1:]``); return the exit code."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        return args.func(args)
+    except (_UsageError, ValueError, OSError) as exc:
+        message = " ".join(str(exc).split())
+        print(f"dpaudit: error: {message}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except KeyboardInterrupt:
+        print("dpaudit: interrupted; nothing written", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

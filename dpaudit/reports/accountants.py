@@ -1,0 +1,280 @@
+"""Reports of accountant audits: the delta(eps) figure, tables and a report directory.
+
+An accountant audit (:func:`dpaudit.audit_accountant`) bounds the true ``delta(eps)`` of a
+mechanism from its sampled privacy loss and checks each accountant's claim against the bounds.
+Everything here takes an :class:`~dpaudit.audit.accountant.AccountantAudit` or its JSON-ready
+record (``to_dict()``, or an entry of ``results.json``), so stored results are drawn exactly as
+fresh ones.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from dpaudit.reports.figures import figure_png
+from dpaudit.reports.writer import atomic_directory, check_output_directory
+
+__all__ = [
+    "accountant_record",
+    "plot_accountant_audit",
+    "accountant_table",
+    "delta_table",
+    "write_accountant_report",
+]
+
+#: Verdicts an accountant can get, in the order tables list them.
+STATUSES = ("violated", "consistent", "not installed", "unsupported", "error")
+
+_COLORS = ["#d6191b", "#1b7837", "#e08214", "#542788", "#8073ac", "#b35806", "#01665e", "#c51b7d"]
+_BAND = "#92c5de"
+_MEASURED = "#2166ac"
+
+
+def accountant_record(result: Any) -> dict[str, Any]:
+    """The JSON-ready record of an accountant audit (a record passes through unchanged)."""
+    if isinstance(result, Mapping):
+        return dict(result)
+    return result.to_dict()
+
+
+def _array(values: Sequence[Any] | None) -> np.ndarray:
+    if values is None:
+        return np.array([])
+    return np.array([np.nan if v is None else float(v) for v in values], dtype=float)
+
+
+def plot_accountant_audit(result: Any, ax: Axes | None = None, *, legend: bool = True) -> Axes:
+    """``delta(eps)`` on a log scale: the simultaneous confidence band of the true ``delta`` from
+    the sampled privacy loss, its estimate, every accountant's claim (dashed when the claimant
+    calls it an approximation) and a cross where a claim is refuted. The axis starts a decade
+    below the smallest positive bound; smaller claims (and 0) are drawn on its bottom edge."""
+    record = accountant_record(result)
+    if ax is None:
+        fig = Figure(figsize=(6.4, 4.8), layout="constrained")
+        FigureCanvasAgg(fig)
+        ax = fig.add_subplot()
+    eps = _array(record["epsilons"])
+    lower = _array(record["delta"]["lower"])
+    upper = _array(record["delta"]["upper"])
+    estimate = _array(record["delta"]["estimate"])
+    positive = np.concatenate([lower[lower > 0], upper[upper > 0], estimate[estimate > 0]])
+    floor = float(np.min(positive)) / 10.0 if positive.size else 1e-12
+    level = float(record.get("confidence", 0.95))
+    ax.fill_between(
+        eps,
+        np.maximum(lower, floor),
+        np.maximum(upper, floor),
+        color=_BAND,
+        alpha=0.6,
+        label=f"true delta, {level:.0%} simultaneous band",
+    )
+    ax.vlines(eps, np.maximum(lower, floor), np.maximum(upper, floor), color=_MEASURED, lw=3)
+    ax.plot(eps, np.maximum(estimate, floor), "o", color=_MEASURED, ms=3.5, label="estimate")
+    checks = record.get("claims", {})
+    shown = 0
+    for name, check in checks.items():
+        claimed = check.get("claimed")
+        if claimed is None:
+            continue
+        color = _COLORS[shown % len(_COLORS)]
+        shown += 1
+        values = _array(claimed)
+        style = (0, (5, 2)) if check.get("kind") == "approximation" else "-"
+        ax.plot(
+            eps,
+            np.maximum(values, floor),
+            linestyle=style,
+            marker=".",
+            color=color,
+            lw=1.4,
+            label=f"{name} ({check['status']})",
+        )
+        bad = np.asarray(check.get("violated", []), dtype=bool)
+        if bad.any():
+            ax.plot(eps[bad], np.maximum(values[bad], floor), "x", color=color, ms=9, mew=2.2)
+    ax.set_yscale("log")
+    ax.set_xlabel("eps")
+    ax.set_ylabel("delta(eps)")
+    ax.set_ylim(bottom=floor)
+    ax.set_title(str(record.get("name", record.get("mechanism", {}).get("name", ""))), fontsize=10)
+    ax.grid(True, which="major", alpha=0.3)
+    if legend:
+        ax.legend(fontsize=7, loc="lower left")
+    return ax
+
+
+def _fmt(value: Any, digits: int = 4) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, str):
+        return value
+    v = float(value)
+    if math.isnan(v):
+        return "-"
+    if math.isinf(v):
+        return "inf"
+    return f"{v:.{digits}g}"
+
+
+def accountant_table(result: Any) -> pd.DataFrame:
+    """One row per accountant: verdict, and at its most significant violation the ``eps``, the
+    claimed ``delta``, the lower bound on the true ``delta``, their ratio, the p-value and how
+    much ``eps`` the claim understates."""
+    record = accountant_record(result)
+    eps = _array(record["epsilons"])
+    lower = _array(record["delta"]["lower"])
+    out = []
+    for name, check in record.get("claims", {}).items():
+        row: dict[str, Any] = {
+            "accountant": name,
+            "kind": check.get("kind", ""),
+            "verdict": check["status"],
+            "eps": None,
+            "claimed delta": None,
+            "true delta >=": None,
+            "ratio": None,
+            "p-value": None,
+            "eps understated by": None,
+            "note": check.get("reason", ""),
+        }
+        violated = check.get("violated")
+        if violated and any(violated):
+            p = _array(check["p_value"])
+            i = int(np.nanargmin(np.where(np.asarray(violated), p, np.nan)))
+            row.update(
+                {
+                    "eps": eps[i],
+                    "claimed delta": check["claimed"][i],
+                    "true delta >=": lower[i],
+                    "ratio": check["ratio"][i],
+                    "p-value": p[i],
+                    "eps understated by": check["epsilon_understatement"][i],
+                }
+            )
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def delta_table(result: Any) -> pd.DataFrame:
+    """One row per ``eps``: the bounds on the true ``delta``, which estimator gave the lower
+    bound, and every accountant's claim (``*`` marks a refuted claim)."""
+    record = accountant_record(result)
+    cols: dict[str, Any] = {
+        "eps": record["epsilons"],
+        "delta (estimate)": record["delta"]["estimate"],
+        "lower": record["delta"]["lower"],
+        "upper": record["delta"]["upper"],
+        "lower bound from": record["delta"]["lower_source"],
+    }
+    for name, check in record.get("claims", {}).items():
+        if check.get("claimed") is None:
+            continue
+        cols[name] = [
+            _fmt(v) + ("*" if bad else "")
+            for v, bad in zip(check["claimed"], check["violated"], strict=True)
+        ]
+    return pd.DataFrame(cols)
+
+
+def _frame_markdown(frame: pd.DataFrame) -> str:
+    head = "| " + " | ".join(map(str, frame.columns)) + " |"
+    rule = "|" + "|".join("---" for _ in frame.columns) + "|"
+    body = [
+        "| " + " | ".join(_fmt(v).replace("|", "/") for v in row) + " |"
+        for row in frame.itertuples(index=False)
+    ]
+    return "\n".join([head, rule, *body])
+
+
+def _frame_html(frame: pd.DataFrame) -> str:
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(_fmt(v))}</td>" for v in row) + "</tr>"
+        for row in frame.itertuples(index=False)
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _about(record: Mapping[str, Any]) -> str:
+    mech = record.get("mechanism", {}).get("name", "")
+    return (
+        f"{mech}; {record.get('trials', 0):,} privacy-loss samples per order, seed "
+        f"{record.get('seed')}, {float(record.get('confidence', 0.95)):.0%} confidence "
+        "(simultaneous over the eps grid, both orders and both sides)."
+    )
+
+
+_CSS = """
+body { font-family: system-ui, sans-serif; max-width: 1180px; margin: 0 auto; padding: 24px; }
+table { border-collapse: collapse; font-size: 0.85rem; margin: 6px 0 14px; }
+th, td { border: 1px solid #d1d9e0; padding: 3px 8px; text-align: right; }
+th { background: #f6f8fa; }
+.violated { color: #cf222e; font-weight: 600; }
+img { max-width: 100%; border: 1px solid #d1d9e0; }
+"""
+
+
+def write_accountant_report(
+    results: Sequence[Any],
+    path: str | Path,
+    *,
+    title: str = "dpaudit accountant audit",
+    dpi: int = 110,
+) -> Path:
+    """Write ``index.html`` (figures embedded), ``README.md`` with ``figures/*.png`` and
+    ``results.json`` (``{"accountant_audits": [records]}``) to the directory ``path``,
+    atomically; returns the path."""
+    records = [accountant_record(r) for r in results]
+    check_output_directory(path)
+    document = {"accountant_audits": records}
+    text = json.dumps(document, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
+    md = [f"# {title}", ""]
+    page = [f"<!doctype html><meta charset='utf-8'><title>{html.escape(title)}</title>"]
+    page += [f"<style>{_CSS}</style><h1>{html.escape(title)}</h1>"]
+    with atomic_directory(path) as tmp:
+        (tmp / "figures").mkdir()
+        for i, record in enumerate(records):
+            name = str(record.get("name", f"audit-{i + 1}"))
+            slug = "".join(c if c.isalnum() or c in "-_" else "-" for c in name) or f"audit-{i}"
+            ax = plot_accountant_audit(record)
+            png = figure_png(ax.figure, dpi=dpi)
+            (tmp / "figures" / f"{slug}-delta.png").write_bytes(png)
+            verdicts = accountant_table(record)
+            deltas = delta_table(record)
+            summary = record.get("summary", {})
+            md += [f"## {name}", "", _about(record), ""]
+            if record.get("description"):
+                md += [str(record["description"]), ""]
+            md += [f"- **{k}**: {v}" for k, v in summary.items()] + [""]
+            md += [_frame_markdown(verdicts), "", f"![delta(eps)](figures/{slug}-delta.png)", ""]
+            md += [_frame_markdown(deltas), ""]
+            data = base64.b64encode(png).decode("ascii")
+            page += [f"<h2>{html.escape(name)}</h2><p>{html.escape(_about(record))}</p>"]
+            if record.get("description"):
+                page += [f"<p>{html.escape(str(record['description']))}</p>"]
+            items = "".join(
+                f"<li><b>{html.escape(k)}</b>: "
+                f"<span class='{'violated' if v.startswith('VIOLATED') else ''}'>"
+                f"{html.escape(v)}</span></li>"
+                for k, v in summary.items()
+            )
+            page += [f"<ul>{items}</ul>", _frame_html(verdicts)]
+            page += [f"<img alt='delta(eps) of {html.escape(name)}' src='data:image/png;base64,"]
+            page[-1] += f"{data}'>"
+            page += [_frame_html(deltas)]
+        (tmp / "README.md").write_text("\n".join(md) + "\n", encoding="utf-8")
+        (tmp / "index.html").write_text("\n".join(page) + "\n", encoding="utf-8")
+        (tmp / "results.json").write_text(text + "\n", encoding="utf-8")
+    return Path(path)

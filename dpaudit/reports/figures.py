@@ -1,0 +1,467 @@
+"""Figures of an audit, drawn with matplotlib on axes the caller passes in.
+
+Nothing here touches pyplot's global state: without an ``ax`` a function makes its own
+:class:`matplotlib.figure.Figure` on the Agg canvas. Each function takes an ``AuditResult`` or a
+record (a dict from :func:`dpaudit.reports.build_record` or ``results.json``), so stored results are
+drawn exactly as fresh ones.
+
+- :func:`plot_tradeoff`: the (alpha, beta) plane with the measured curve, its confidence band,
+  every theoretical curve and the claim; ``scale="log"`` shows power ``1 - beta`` against
+  ``alpha`` on log axes, where small alpha (and so the epsilon bound) lives.
+- :func:`plot_privacy_profile`: the delta(eps) plane with the theoretical profiles and the
+  measured lower bound (the true profile lies above the shaded staircase).
+- :func:`plot_histogram`: the attack's score histogram under both datasets.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from dpaudit.audit.grid import ScoreGrid
+from dpaudit.reports.records import as_record, from_json_value
+from dpaudit.reports.text import claim_label, format_delta, format_number
+
+__all__ = [
+    "plot_tradeoff",
+    "plot_privacy_profile",
+    "plot_histogram",
+    "tradeoff_figure",
+    "audit_figures",
+    "figure_png",
+]
+
+#: Colour and line style of each theory method (an approximation is dashed: it is no bound).
+METHOD_STYLE: dict[str, dict[str, Any]] = {
+    "exact": {"color": "#222222", "linestyle": "-", "linewidth": 1.6},
+    "pld": {"color": "#1b7837", "linestyle": "-", "linewidth": 1.6},
+    "rdp": {"color": "#e08214", "linestyle": "-", "linewidth": 1.4},
+    "gdp_clt": {"color": "#8073ac", "linestyle": (0, (5, 2)), "linewidth": 1.4},
+    "berry_esseen": {"color": "#b35806", "linestyle": (0, (1, 1)), "linewidth": 1.6},
+    "advanced": {"color": "#7f3b08", "linestyle": "-.", "linewidth": 1.2},
+    "kov": {"color": "#542788", "linestyle": "-.", "linewidth": 1.2},
+}
+_OTHER_STYLE = {"color": "#666666", "linestyle": ":", "linewidth": 1.2}
+CLAIM_STYLE = {"color": "#d6191b", "linestyle": (0, (6, 3)), "linewidth": 2.0}
+MEASURED_COLOR = "#2166ac"
+BAND_COLOR = "#92c5de"
+D_COLOR = "#4d4d4d"
+D_PRIME_COLOR = "#d6604d"
+
+_METHOD_TITLES = {
+    "exact": "exact",
+    "pld": "PLD accountant",
+    "rdp": "RDP",
+    "gdp_clt": "GDP CLT (approx.)",
+    "berry_esseen": "Berry–Esseen",
+    "advanced": "advanced composition",
+    "kov": "optimal composition (KOV)",
+}
+
+
+def _new_axes(figsize: tuple[float, float] = (6.0, 4.6)) -> Axes:
+    fig = Figure(figsize=figsize, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig.add_subplot()
+
+
+def _xy(points: Mapping[str, Any] | None, x: str, y: str) -> tuple[np.ndarray, np.ndarray] | None:
+    if not points or x not in points or y not in points:
+        return None
+    return np.asarray(points[x], dtype=float), np.asarray(points[y], dtype=float)
+
+
+def _method_label(method: str, entry: Mapping[str, Any]) -> str:
+    label = _METHOD_TITLES.get(method, method)
+    return f"theory: {label}"
+
+
+def _trials_label(record: Mapping[str, Any]) -> str:
+    trials = record.get("trials")
+    return f"measured ({trials:,} trials each)" if isinstance(trials, int) else "measured"
+
+
+def _power_xy(alpha: np.ndarray, beta: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(alpha, 1 - beta)`` of a piecewise-linear curve for log axes.
+
+    The curve is resampled on a log-spaced grid (plus its vertices) before the transform: a
+    straight segment, e.g. the randomised tests between the trivial test and the first
+    threshold, is a curve on log axes. Points below ``floor`` on either axis are dropped.
+    """
+    order = np.argsort(alpha, kind="stable")
+    alpha, beta = alpha[order], beta[order]
+    grid = np.union1d(np.geomspace(floor, 1.0, 400), alpha[alpha >= floor])
+    power = 1.0 - np.interp(grid, alpha, beta)
+    keep = power >= floor
+    return grid[keep], power[keep]
+
+
+def witness_point(witness: Mapping[str, Any] | None) -> tuple[float, float] | None:
+    """Where a witnessing test sits on the trade-off plane: its confidence upper bounds
+    ``(alpha+, beta+)``, or ``(beta+, alpha+)`` when it refutes the claim with the roles of
+    ``D`` and ``D_prime`` swapped (``order = "d_prime_d"``)."""
+    if not witness or witness.get("alpha_upper") is None or witness.get("beta_upper") is None:
+        return None
+    a, b = float(witness["alpha_upper"]), float(witness["beta_upper"])
+    return (b, a) if witness.get("order") == "d_prime_d" else (a, b)
+
+
+def _swapped(witness: Mapping[str, Any] | None) -> str:
+    return " (D, D′ swapped)" if witness and witness.get("order") == "d_prime_d" else ""
+
+
+def _common_grid(base: np.ndarray, *curves: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """``base`` together with the vertices of ``curves`` that lie in its range."""
+    grid = np.unique(np.concatenate([base, *(c[0] for c in curves)]))
+    return grid[(grid >= base.min()) & (grid <= base.max())]
+
+
+def plot_tradeoff(
+    result: Any, ax: Axes | None = None, *, scale: str = "linear", legend: bool = True
+) -> Axes:
+    """Draw the trade-off plane of an audit on ``ax`` and return it.
+
+    ``scale="linear"``: type II error beta against type I error alpha on [0, 1]^2, with the
+    measured curve (lower convex hull of the achieved points), its confidence band, the
+    theoretical curves (solid: exact or valid bounds; dashed: approximations), the claim and the
+    witnessing test when the claim is violated. ``scale="log"``: the same curves as power
+    ``1 - beta`` against ``alpha`` on log-log axes; there ``(eps, 0)``-DP is the line
+    ``1 - beta = e^eps alpha``, so epsilon is the height above the diagonal. ``legend=False``
+    leaves the legend to the caller (e.g. one legend for several panels).
+    """
+    if scale not in ("linear", "log"):
+        raise ValueError(f"scale must be one of 'linear', 'log'; got {scale!r}")
+    record = as_record(result)
+    ax = ax if ax is not None else _new_axes()
+    log = scale == "log"
+    trials = record.get("trials")
+    floor = 0.3 / trials if isinstance(trials, int) and trials > 0 else 1e-6
+
+    def draw(xy: tuple[np.ndarray, np.ndarray] | None, **style: Any) -> None:
+        if xy is None:
+            return
+        a, b = xy
+        if log:
+            a, b = _power_xy(a, b, floor)
+        ax.plot(a, b, **style)
+
+    diag = np.geomspace(floor, 1.0, 50) if log else np.array([0.0, 1.0])
+    ax.plot(
+        diag,
+        diag if log else 1.0 - diag,
+        color="#bbbbbb",
+        linestyle=":",
+        linewidth=1.0,
+        label="perfect privacy (β = 1 − α)",
+    )
+
+    empirical = record.get("empirical") or {}
+    upper = _xy(empirical.get("upper_band"), "alpha", "beta")
+    lower = _xy(empirical.get("lower_band"), "alpha", "beta")
+    confidence = from_json_value(record.get("confidence"))
+    if upper is not None and lower is not None:
+        base = np.geomspace(floor, 1.0, 400) if log else np.linspace(0.0, 1.0, 201)
+        grid = _common_grid(base, upper, lower)
+        hi = np.interp(grid, *upper)
+        lo = np.interp(grid, *lower)
+        level = f"{100 * confidence:g}% " if confidence is not None else ""
+        band_label = f"{level}confidence band"
+        if log:
+            ax.fill_between(
+                grid,
+                np.maximum(1.0 - hi, floor * 1e-3),
+                np.maximum(1.0 - lo, floor * 1e-3),
+                color=BAND_COLOR,
+                alpha=0.55,
+                linewidth=0,
+                label=band_label,
+            )
+        else:
+            ax.fill_between(
+                grid, lo, hi, color=BAND_COLOR, alpha=0.55, linewidth=0, label=band_label
+            )
+
+    for method, entry in (record.get("theory") or {}).items():
+        style = METHOD_STYLE.get(method, _OTHER_STYLE)
+        draw(
+            _xy(entry.get("tradeoff"), "alpha", "beta"), label=_method_label(method, entry), **style
+        )
+
+    claim = record.get("claim")
+    if claim:
+        draw(
+            _xy(claim.get("tradeoff"), "alpha", "beta"),
+            label=f"claim: {claim_label(record)}",
+            **CLAIM_STYLE,
+        )
+
+    draw(
+        _xy(empirical.get("curve"), "alpha", "beta"),
+        color=MEASURED_COLOR,
+        linewidth=2.0,
+        label=_trials_label(record),
+    )
+
+    def mark(point: tuple[float, float] | None, **style: Any) -> None:
+        if point is None:
+            return
+        a, b = point
+        y = 1.0 - b if log else b
+        if not log or (a >= floor and y >= floor):
+            ax.plot([a], [y], linestyle="none", markeredgecolor="white", zorder=5, **style)
+
+    bounds = record.get("epsilon_witnesses") or {}
+    if bounds:
+        key = next(iter(bounds))
+        mark(
+            witness_point(bounds[key]),
+            marker="o",
+            markersize=7,
+            color=MEASURED_COLOR,
+            label=f"test behind the ε bound at δ = {format_delta(key)}{_swapped(bounds[key])}",
+        )
+    mark(
+        witness_point(record.get("witness")),
+        marker="X",
+        markersize=11,
+        color=CLAIM_STYLE["color"],
+        label=f"witness: test refuting the claim{_swapped(record.get('witness'))}",
+    )
+
+    if log:
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlim(floor, 1.0)
+        ax.set_ylim(floor, 1.05)
+        ax.set_xlabel("type I error α (log)")
+        ax.set_ylabel("power 1 − β (log)")
+        ax.set_title("Small α, log–log (ε is the height above the diagonal)", fontsize=10)
+    else:
+        ax.set_xlim(0.0, 1.0)
+        ax.set_ylim(0.0, 1.0)
+        ax.set_aspect("equal")
+        ax.set_xlabel("type I error α")
+        ax.set_ylabel("type II error β")
+        ax.set_title("Trade-off plane", fontsize=10)
+    ax.grid(True, which="major", color="#e5e5e5", linewidth=0.6)
+    if legend:
+        ax.legend(fontsize=7.5, loc="upper right" if not log else "lower right", framealpha=0.9)
+    return ax
+
+
+def plot_privacy_profile(result: Any, ax: Axes | None = None, *, legend: bool = True) -> Axes:
+    """Draw the delta(eps) plane of an audit on ``ax`` and return it.
+
+    Theoretical profiles are upper bounds (or exact values) of the mechanism's delta(eps). The
+    measurement gives lower bounds: at each delta, the mechanism is not (eps, delta)-DP for any
+    eps below the measured epsilon lower bound, so the true profile passes above the shaded
+    staircase.
+    """
+    record = as_record(result)
+    ax = ax if ax is not None else _new_axes()
+    eps_max = 1.0
+    lowest = 1e-8
+
+    def draw(entry: Mapping[str, Any], **style: Any) -> None:
+        nonlocal eps_max, lowest
+        xy = _xy(entry.get("delta_curve"), "eps", "delta")
+        if xy is None:
+            return
+        eps, delta = xy
+        keep = delta > 0
+        if keep.any():
+            ax.plot(eps[keep], delta[keep], **style)
+            eps_max = max(eps_max, float(eps.max()))
+
+    for method, entry in (record.get("theory") or {}).items():
+        draw(entry, label=_method_label(method, entry), **METHOD_STYLE.get(method, _OTHER_STYLE))
+    claim = record.get("claim")
+    if claim:
+        draw(claim, label=f"claim: {claim_label(record)}", **CLAIM_STYLE)
+
+    profile = _xy((record.get("empirical") or {}).get("profile"), "delta", "epsilon")
+    if profile is not None:
+        deltas, eps_lb = profile
+        keep = eps_lb > 0
+        if keep.any():
+            d, e = deltas[keep], eps_lb[keep]
+            order = np.argsort(d)[::-1]
+            d, e = d[order], e[order]
+            # Staircase: for eps below e_i the profile exceeds d_i.
+            xs = np.concatenate([[0.0], np.repeat(e, 2)])
+            ys = np.concatenate([np.repeat(d, 2), [lowest]])
+            ax.fill_between(
+                xs,
+                lowest,
+                ys,
+                color=BAND_COLOR,
+                alpha=0.5,
+                linewidth=0,
+                label="ruled out by the measurement",
+            )
+            ax.plot(
+                xs,
+                ys,
+                color=MEASURED_COLOR,
+                linewidth=1.8,
+                drawstyle="default",
+                label="measured lower bound on δ(ε)",
+            )
+            eps_max = max(eps_max, float(e.max()) * 1.1)
+
+    for key, value in (record.get("epsilon_lower_bounds") or {}).items():
+        delta, eps = float(key), from_json_value(value)
+        if delta > 0 and eps is not None and eps > 0:
+            ax.plot(
+                [eps],
+                [delta],
+                marker="o",
+                color=MEASURED_COLOR,
+                markersize=6,
+                markeredgecolor="white",
+                linestyle="none",
+                zorder=5,
+            )
+            ax.annotate(
+                f"ε ≥ {format_number(eps, 3)} at δ = {format_delta(key)}",
+                (eps, delta),
+                textcoords="offset points",
+                xytext=(-6, 5),
+                ha="right",
+                fontsize=7.5,
+                color=MEASURED_COLOR,
+                bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85},
+            )
+
+    ax.set_yscale("log")
+    ax.set_xlim(0.0, eps_max)
+    ax.set_ylim(lowest, 1.5)
+    ax.set_xlabel("ε")
+    ax.set_ylabel("δ(ε) (log)")
+    ax.set_title("Privacy profile δ(ε)", fontsize=10)
+    ax.grid(True, which="major", color="#e5e5e5", linewidth=0.6)
+    if legend:
+        ax.legend(fontsize=7.5, loc="upper right", framealpha=0.9)
+    return ax
+
+
+#: Most bins a score histogram is drawn with; finer grids are merged in groups of equal size.
+HISTOGRAM_BINS = 160
+
+
+def _histogram(record: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """``(edges, counts_d, counts_d_prime)`` for drawing, from the record's score grid.
+
+    The grid's ``E`` finite edges bound ``E + 1`` bins, the outer two open; those are drawn one
+    bin wide. Inner bins are merged in groups so that at most :data:`HISTOGRAM_BINS` remain.
+    """
+    grid, counts = record.get("grid"), record.get("counts")
+    if not grid or not counts:
+        return None
+    edges = ScoreGrid.from_dict(grid).edges
+    c0 = np.asarray(counts["d"], dtype=float)
+    c1 = np.asarray(counts["d_prime"], dtype=float)
+    inner = edges.size - 1
+    group = max(1, -(-inner // HISTOGRAM_BINS))
+    if group > 1:
+        pad = -inner % group
+        merged = [
+            np.concatenate([c[1:-1], np.zeros(pad)]).reshape(-1, group).sum(axis=1)
+            for c in (c0, c1)
+        ]
+        c0 = np.concatenate([c0[:1], merged[0], c0[-1:]])
+        c1 = np.concatenate([c1[:1], merged[1], c1[-1:]])
+        edges = np.append(edges[::group], edges[-1]) if pad else edges[::group]
+    width = float(np.median(np.diff(edges))) if edges.size > 1 else 1.0
+    outer = np.concatenate([[edges[0] - width], edges, [edges[-1] + width]])
+    return outer, c0, c1
+
+
+def plot_histogram(result: Any, ax: Axes | None = None, *, legend: bool = True) -> Axes:
+    """Draw the attack's score distribution under ``D`` and ``D_prime`` on ``ax`` and return it.
+
+    Bars are the fraction of trials per score bin (log scale, so thin tails stay visible);
+    the witnessing threshold, when the claim is violated, is a vertical line.
+    """
+    record = as_record(result)
+    ax = ax if ax is not None else _new_axes()
+    hist = _histogram(record)
+    if hist is None:
+        ax.text(0.5, 0.5, "no score counts", ha="center", va="center", transform=ax.transAxes)
+        ax.set_axis_off()
+        return ax
+    edges, c0, c1 = hist
+    f0 = c0 / max(c0.sum(), 1.0)
+    f1 = c1 / max(c1.sum(), 1.0)
+    ax.stairs(f0, edges, color=D_COLOR, linewidth=1.4, label="under D", fill=False)
+    ax.stairs(f1, edges, color=D_PRIME_COLOR, linewidth=1.4, label="under D′", fill=False)
+    ax.stairs(f0, edges, color=D_COLOR, alpha=0.12, fill=True)
+    ax.stairs(f1, edges, color=D_PRIME_COLOR, alpha=0.12, fill=True)
+    witness = record.get("witness")
+    if witness and witness.get("threshold") is not None:
+        t = from_json_value(witness["threshold"])
+        if t is not None and np.isfinite(t):
+            ax.axvline(
+                t,
+                color=CLAIM_STYLE["color"],
+                linestyle="--",
+                linewidth=1.2,
+                label="witness threshold",
+            )
+    positive = np.concatenate([f0[f0 > 0], f1[f1 > 0]])
+    if positive.size:
+        ax.set_yscale("log")
+        ax.set_ylim(positive.min() / 2.0, 1.5)
+    used = np.flatnonzero((c0 + c1) > 0)
+    if used.size:
+        ax.set_xlim(edges[used[0]], edges[used[-1] + 1])
+    ax.set_xlabel("attack score (larger: more likely D′)")
+    ax.set_ylabel("fraction of trials per bin")
+    ax.set_title("Score distribution", fontsize=10)
+    ax.grid(True, which="major", color="#e5e5e5", linewidth=0.6)
+    if legend:
+        ax.legend(fontsize=7.5, loc="upper right", framealpha=0.9)
+    return ax
+
+
+def _legend_below(fig: Figure, ax: Axes, ncols: int) -> None:
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=ncols, fontsize=8, frameon=False)
+
+
+def tradeoff_figure(result: Any) -> Figure:
+    """The trade-off plane in two panels, linear and log-log for small alpha, one legend below."""
+    record = as_record(result)
+    fig = Figure(figsize=(11.0, 6.0), layout="constrained")
+    FigureCanvasAgg(fig)
+    left, right = fig.subplots(1, 2)
+    plot_tradeoff(record, left, scale="linear", legend=False)
+    plot_tradeoff(record, right, scale="log", legend=False)
+    _legend_below(fig, left, ncols=3)
+    fig.suptitle(str(record.get("name", "")), fontsize=12, fontweight="bold")
+    return fig
+
+
+def audit_figures(result: Any) -> dict[str, Figure]:
+    """Every figure of an audit: ``{"tradeoff", "profile", "histogram"}`` -> Figure."""
+    record = as_record(result)
+    figures = {"tradeoff": tradeoff_figure(record)}
+    for key, plot in (("profile", plot_privacy_profile), ("histogram", plot_histogram)):
+        ax = _new_axes((5.4, 5.2))
+        plot(record, ax, legend=False)
+        _legend_below(ax.figure, ax, ncols=2)
+        figures[key] = ax.figure
+    return figures
+
+
+def figure_png(fig: Figure, dpi: int = 110) -> bytes:
+    """The figure as PNG bytes."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi)
+    return buffer.getvalue()

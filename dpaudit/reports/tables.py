@@ -1,0 +1,229 @@
+"""Tables of an audit as pandas DataFrames: lower bounds against theory, parameters, the index.
+
+The frames hold numbers (``inf`` where a theoretical epsilon is infinite, ``NaN`` where a method
+gives no value); the HTML and Markdown writers format them with
+:func:`dpaudit.reports.text.format_number`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dpaudit.bounds.validation import check_nonnegative, check_probability
+from dpaudit.mechanisms.base import METHOD_KINDS, Mechanism
+from dpaudit.reports.records import as_record, from_json_value, tightness_ratio
+from dpaudit.reports.text import claim_label, format_delta, format_number, method_title
+
+__all__ = [
+    "bounds_table",
+    "parameters_table",
+    "index_table",
+    "theory_table",
+    "method_title",
+    "format_cell",
+    "format_frame",
+    "toml_inline",
+]
+
+
+def _value(x: Any) -> float:
+    out = from_json_value(x)
+    return np.nan if out is None else out
+
+
+def bounds_table(result: Any) -> pd.DataFrame:
+    """Lower bounds against the claim and every theory: one row per quantity.
+
+    Rows: epsilon at each reported delta, then mu (GDP). Columns: ``quantity``, ``lower bound``,
+    then for the claim and for every theory method its value and ``tightness <method>`` (lower
+    bound / value: 1 means the audit meets the theory; above 1 against a valid bound is a
+    violation). The theoretical mu of a method is read at the mu witness's type I error
+    (:meth:`dpaudit.AuditResult.theory_comparison`); a claim states a mu only when it is
+    a GDP claim.
+    """
+    record = as_record(result)
+    lower = record.get("epsilon_lower_bounds") or {}
+    keys = list(lower)
+    mu_lb = _value(record.get("mu_lower_bound"))
+    columns: dict[str, list[Any]] = {
+        "quantity": [f"ε at δ = {format_delta(k)}" for k in keys] + ["μ (GDP)"],
+        "lower bound": [_value(lower[k]) for k in keys] + [mu_lb],
+    }
+    claim = record.get("claim")
+    if claim:
+        table = claim.get("table") or {}
+        claimed_mu = _value(table.get("mu")) if table.get("kind") == "gdp" else np.nan
+        tight_mu = tightness_ratio(mu_lb, None if np.isnan(claimed_mu) else claimed_mu)
+        eps, tight = claim.get("epsilon") or {}, claim.get("tightness") or {}
+        columns["claim"] = [_value(eps.get(k)) for k in keys] + [claimed_mu]
+        columns["tightness claim"] = [_value(tight.get(k)) for k in keys] + [_value(tight_mu)]
+    for method, entry in (record.get("theory") or {}).items():
+        title = method_title(method)
+        eps, tight = entry.get("epsilon") or {}, entry.get("tightness") or {}
+        mu = entry.get("mu") or {}
+        columns[title] = [_value(eps.get(k)) for k in keys] + [_value(mu.get("theory"))]
+        columns[f"tightness {title}"] = [_value(tight.get(k)) for k in keys] + [
+            _value(mu.get("tightness"))
+        ]
+    return pd.DataFrame(columns)
+
+
+def toml_inline(value: Any) -> str:
+    """A spec value written as TOML (inline tables and arrays), as a user would type it."""
+    if isinstance(value, Mapping):
+        inner = ", ".join(f"{k} = {toml_inline(v)}" for k, v in value.items())
+        return "{ " + inner + " }" if inner else "{}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(toml_inline(v) for v in value) + "]"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)
+
+
+def _count(value: Any) -> str:
+    return f"{value:,}" if isinstance(value, int) else format_number(value)
+
+
+def _records_text(records: Any, shown: int = 6) -> str:
+    """A dataset for display; a long one by its size, first records and last record."""
+    if isinstance(records, list) and len(records) > shown:
+        head = ", ".join(toml_inline(r) for r in records[: shown - 1])
+        return f"{len(records)} records [{head}, …, {toml_inline(records[-1])}]"
+    return toml_inline(records)
+
+
+def _pair_text(pair: Mapping[str, Any]) -> str:
+    text = f"D = {_records_text(pair.get('d'))}, D′ = {_records_text(pair.get('d_prime'))}"
+    text += f" ({pair.get('relation', '')})"
+    if pair.get("description"):
+        text += f": {pair['description']}"
+    return text
+
+
+def parameters_table(result: Any) -> list[tuple[str, str]]:
+    """``(parameter, value)`` rows: what was audited, how, with which seed, and the versions."""
+    record = as_record(result)
+    spec = record.get("spec") or {}
+    rows = [("mechanism", str(record.get("mechanism_name") or "—"))]
+    if spec.get("mechanism"):
+        rows.append(("mechanism spec", toml_inline(spec["mechanism"])))
+    if record.get("pair"):
+        rows.append(("neighbouring pair", _pair_text(record["pair"])))
+    attack = record.get("attack") or {}
+    if attack:
+        # The mechanism and the pair an attack was built on are shown on their own rows.
+        params = {
+            k: v for k, v in (attack.get("params") or {}).items() if k not in ("mechanism", "pair")
+        }
+        rows.append(
+            (
+                "attack",
+                f"{attack.get('name')} {toml_inline(params)}"
+                if params
+                else str(attack.get("name")),
+            )
+        )
+    gdp = record.get("gdp_estimate") or {}
+    rows += [
+        ("claim", claim_label(record)),
+        ("expected verdict", str(record.get("expect", "consistent"))),
+        ("trials per dataset", _count(record.get("trials"))),
+        ("selection trials per dataset", _count(record.get("selection_trials"))),
+        ("seed", str(record.get("seed"))),
+        ("confidence", format_number(record.get("confidence"))),
+        ("strategy", str(record.get("strategy"))),
+        ("GDP estimate μ (assumes a Gaussian curve; not a bound)", format_number(gdp.get("mu"))),
+        ("elapsed", f"{format_number(record.get('elapsed_seconds'), 3)} s"),
+    ]
+    for name, version in (record.get("versions") or {}).items():
+        rows.append((f"version: {name}", str(version)))
+    for method, entry in (record.get("theory") or {}).items():
+        if entry.get("error"):
+            rows.append((f"theory {method_title(method)}: not available", str(entry["error"])))
+    return rows
+
+
+def index_table(results: Sequence[Any]) -> pd.DataFrame:
+    """One row per audit: name, mechanism, claim, verdict, expectation and headline numbers.
+
+    The headline numbers are taken at the first reported delta: the epsilon lower bound, the
+    claimed epsilon and their ratio.
+    """
+    rows = []
+    for result in results:
+        record = as_record(result)
+        lower = record.get("epsilon_lower_bounds") or {}
+        key = next(iter(lower), None)
+        claim = record.get("claim") or {}
+        claimed = (claim.get("epsilon") or {}).get(key) if key is not None else None
+        tight = (claim.get("tightness") or {}).get(key) if key is not None else None
+        rows.append(
+            {
+                "audit": record.get("name"),
+                "mechanism": record.get("mechanism_name"),
+                "claim": claim_label(record),
+                "verdict": record.get("verdict"),
+                "expected": record.get("expect", "consistent"),
+                "δ": np.nan if key is None else float(key),
+                "ε lower bound": np.nan if key is None else _value(lower[key]),
+                "ε claimed": _value(claimed),
+                "tightness": _value(tight),
+                "μ lower bound": _value(record.get("mu_lower_bound")),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def format_cell(column: str, value: Any) -> str:
+    """A cell of a table for display."""
+    if column in ("delta", "δ"):
+        return format_delta(value)
+    if isinstance(value, float | np.floating):
+        return format_number(None if np.isnan(value) else float(value))
+    return "—" if value is None else str(value)
+
+
+def theory_table(
+    mechanism: Mechanism,
+    *,
+    deltas: Sequence[float] = (1e-5,),
+    eps: Sequence[float] = (1.0,),
+) -> pd.DataFrame:
+    """The mechanism's theory by every method that applies: one row per method, with columns
+    ``method``, ``kind`` (exact / bound / approximation), ``eps at delta=<d>`` for each delta
+    and ``delta at eps=<e>`` for each eps. A method that cannot answer gets NaN and its reason
+    in ``note``."""
+    deltas = [check_probability("delta", d) for d in deltas]
+    eps = [check_nonnegative("eps", e) for e in eps]
+    rows = []
+    for method in mechanism.theory_methods:
+        row: dict[str, Any] = {"method": method, "kind": METHOD_KINDS.get(method, "bound")}
+        notes = []
+        for d in deltas:
+            try:
+                row[f"eps at delta={d:g}"] = float(mechanism.epsilon(d, method))
+            except (ValueError, NotImplementedError, ArithmeticError) as exc:
+                row[f"eps at delta={d:g}"] = np.nan
+                notes.append(str(exc))
+        for e in eps:
+            try:
+                row[f"delta at eps={e:g}"] = float(np.asarray(mechanism.delta(e, method)))
+            except (ValueError, NotImplementedError, ArithmeticError) as exc:
+                row[f"delta at eps={e:g}"] = np.nan
+                notes.append(str(exc))
+        row["note"] = "; ".join(dict.fromkeys(notes))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def format_frame(frame: pd.DataFrame) -> str:
+    """A frame as aligned plain text, numbers formatted like the reports."""
+    shown = pd.DataFrame({c: [format_cell(c, v) for v in frame[c].tolist()] for c in frame.columns})
+    return shown.to_string(index=False)

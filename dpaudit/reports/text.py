@@ -1,0 +1,143 @@
+"""Words and numbers of a report: number formatting, labels and the one-sentence verdict."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from dpaudit.reports.records import from_json_value
+
+__all__ = [
+    "format_number",
+    "format_probability",
+    "format_delta",
+    "verdict_sentence",
+    "claim_label",
+    "method_title",
+]
+
+_TITLES = {
+    "exact": "exact",
+    "pld": "PLD",
+    "rdp": "RDP",
+    "gdp_clt": "GDP CLT",
+    "berry_esseen": "Berry–Esseen",
+    "advanced": "advanced",
+    "kov": "KOV",
+}
+
+
+def method_title(method: str) -> str:
+    """Short title of a theory method (``pld`` -> ``PLD``)."""
+    return _TITLES.get(method, method)
+
+
+def format_number(value: Any, digits: int = 4) -> str:
+    """``value`` with ``digits`` significant digits; ``None`` as an em dash, infinity as ``∞``."""
+    if value is None:
+        return "—"
+    x = from_json_value(value)
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "∞" if x > 0 else "−∞"
+    return f"{x:.{digits}g}"
+
+
+def format_probability(value: Any) -> str:
+    """A probability: like :func:`format_number`, but a value just below 1 keeps two significant
+    digits of its distance to 1 (``0.9999748``, not ``1``)."""
+    x = from_json_value(value)
+    if x is not None and 0.99 < x < 1.0:
+        return f"{x:.{math.ceil(-math.log10(1.0 - x)) + 2}f}"
+    return format_number(value)
+
+
+def format_delta(key: str | float) -> str:
+    """A delta for display: ``0``, ``1e-05`` -> ``1e-05``, ``0.001``."""
+    x = float(key)
+    return "0" if x == 0 else f"{x:.3g}"
+
+
+def claim_label(record: Mapping[str, Any]) -> str:
+    """How the claim of an audit is named in sentences and legends."""
+    claim = record.get("claim")
+    if not claim:
+        return "no claim"
+    table = claim.get("table") or {}
+    kind = table.get("kind")
+    if kind == "approx_dp":
+        return f"({format_number(table.get('eps'))}, {format_number(table.get('delta', 0.0))})-DP"
+    if kind == "gdp":
+        return f"{format_number(table.get('mu'))}-GDP"
+    if kind == "accountant":
+        return f"{method_title(table.get('method') or 'default')} accountant"
+    return str(claim.get("name", "the claim"))
+
+
+def _claim_phrase(record: Mapping[str, Any]) -> str:
+    table = (record.get("claim") or {}).get("table") or {}
+    if table.get("kind") == "accountant":
+        return f"the claim of the mechanism's {claim_label(record)}"
+    return f"the claim {claim_label(record)}"
+
+
+def _first_delta_summary(record: Mapping[str, Any]) -> str:
+    bounds = record.get("epsilon_lower_bounds") or {}
+    if not bounds:
+        return ""
+    key = next(iter(bounds))
+    text = f"the measured ε lower bound at δ = {format_delta(key)} is {format_number(bounds[key])}"
+    claim = record.get("claim") or {}
+    claimed = (claim.get("epsilon") or {}).get(key)
+    if claimed is not None:
+        text += f" against ε = {format_number(claimed)} claimed"
+        tight = (claim.get("tightness") or {}).get(key)
+        if tight is not None:
+            text += f" (tightness {format_number(tight, 3)})"
+    return text
+
+
+def verdict_sentence(record: Mapping[str, Any]) -> str:
+    """The verdict of an audit in one sentence, naming the witnessing test when it is violated."""
+    confidence = from_json_value(record.get("confidence"))
+    level = f"{100 * confidence:g}%" if confidence is not None else "the stated"
+    claim = _claim_phrase(record)
+    witness = record.get("witness")
+    if record.get("verdict") == "violated" and witness:
+        a_up, b_up = witness.get("alpha_upper"), witness.get("beta_upper")
+        claimed = witness.get("claimed_beta")
+        test = "a test"
+        if witness.get("threshold") is not None:
+            test += f" (score threshold {format_number(witness['threshold'])})"
+        a_text, b_text = format_probability(a_up), format_probability(b_up)
+        if witness.get("order") == "d_prime_d":
+            detail = (
+                f"with the roles of D and D′ swapped, {test} has type I error ≤ {b_text} "
+                f"and type II error ≤ {a_text}"
+            )
+        else:
+            detail = f"{test} has α ≤ {a_text} and β ≤ {b_text}"
+        sentence = f"Violated: {claim} is refuted at {level} confidence — {detail}"
+        if claimed is not None:
+            sentence += (
+                f", while the claim allows no type II error below {format_probability(claimed)} "
+                "at that type I error"
+            )
+        sentence += "."
+    elif record.get("verdict") == "violated":
+        sentence = f"Violated: {claim} is refuted at {level} confidence."
+    elif not record.get("claim"):
+        summary = _first_delta_summary(record)
+        sentence = "Consistent: there is no claim to test" + (f"; {summary}." if summary else ".")
+    else:
+        summary = _first_delta_summary(record)
+        sentence = f"Consistent: no test refutes {claim} at {level} confidence"
+        sentence += f"; {summary}." if summary else "."
+    if record.get("expect") == "violated":
+        if record.get("verdict") == "violated":
+            sentence += " This was expected: the claim is deliberately wrong."
+        else:
+            sentence += " The claim is deliberately wrong, and this audit failed to catch it."
+    return sentence

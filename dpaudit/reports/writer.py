@@ -1,0 +1,147 @@
+"""Writing a report directory, atomically.
+
+A report directory holds ``index.html`` (self-contained), ``README.md`` with its PNG figures in
+``figures/``, and ``results.json``. It is built in a temporary sibling directory and renamed into
+place only when complete, so an interrupted or failed write leaves nothing behind (and leaves an
+earlier report at the same place untouched).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from dpaudit.reports.figures import audit_figures, figure_png
+from dpaudit.reports.html import render_html
+from dpaudit.reports.markdown import render_markdown
+from dpaudit.reports.records import as_record, results_document
+
+__all__ = ["write", "atomic_directory", "check_output_directory", "REPORT_FILES"]
+
+#: The files of a report directory (figures go to ``figures/``).
+REPORT_FILES = ("index.html", "README.md", "results.json")
+
+
+def _replaceable(path: Path) -> bool:
+    """An existing directory may be replaced when it is empty or holds a dpaudit report and
+    nothing else (so that replacing it never deletes anything a report did not write)."""
+    if not path.is_dir():
+        return False
+    entries = {p.name for p in path.iterdir()}
+    return not entries or ("results.json" in entries and entries <= {*REPORT_FILES, "figures"})
+
+
+def check_output_directory(path: str | Path) -> None:
+    """Refuse (``ValueError``) an output ``path`` that exists and is not a dpaudit report.
+
+    A report directory holds only :data:`REPORT_FILES` and ``figures/``. Called before a long
+    run so that a run is not wasted on a directory that cannot be written.
+    """
+    path = Path(path)
+    if path.exists() and not _replaceable(path):
+        raise ValueError(
+            f"output directory {path} exists and is not a dpaudit report (or holds other "
+            "files too); choose another directory or remove it"
+        )
+
+
+@contextmanager
+def atomic_directory(path: str | Path) -> Iterator[Path]:
+    """Yield a fresh temporary directory beside ``path``; rename it to ``path`` on success.
+
+    On an exception the temporary directory is removed and ``path`` is left as it was. An
+    existing ``path`` is replaced only when it is empty or holds a dpaudit report
+    (``results.json``); anything else raises ``ValueError`` before any work is done.
+    """
+    path = Path(path)
+    check_output_directory(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / f".{path.name}.{uuid.uuid4().hex[:12]}.tmp"
+    tmp.mkdir()
+    try:
+        yield tmp
+        if path.exists():
+            old = path.parent / f".{path.name}.{uuid.uuid4().hex[:12]}.old"
+            os.replace(path, old)
+            os.replace(tmp, path)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _slug(name: str, taken: set[str]) -> str:
+    base = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.") or "audit"
+    slug, i = base, 2
+    while slug in taken:
+        slug, i = f"{base}-{i}", i + 1
+    taken.add(slug)
+    return slug
+
+
+def _document(results: Any) -> dict[str, Any]:
+    """Normalise what :func:`write` accepts into a results document."""
+    if isinstance(results, Mapping) and "audits" in results:
+        return {**results, "audits": [as_record(r) for r in results["audits"]]}
+    if isinstance(results, Mapping) or not isinstance(results, Sequence):
+        return results_document([as_record(results)])
+    return results_document([as_record(r) for r in results])
+
+
+def write(
+    results: Any,
+    path: str | Path,
+    *,
+    title: str = "dpaudit report",
+    dpi: int = 110,
+) -> Path:
+    """Write a report of one or more audits to the directory ``path`` and return it.
+
+    Parameters
+    ----------
+    results:
+        An ``AuditResult``, a record (:func:`dpaudit.reports.build_record`), a list of either,
+        or a results document as read from ``results.json``
+        (:func:`dpaudit.reports.load_results`).
+    path:
+        The report directory. It is written atomically; an existing report there is replaced.
+    title:
+        Heading of the HTML and Markdown pages.
+    dpi:
+        Resolution of the PNG figures.
+
+    The directory receives ``index.html`` (self-contained: figures as base64 PNG),
+    ``README.md`` with ``figures/<audit>-<figure>.png``, and ``results.json``
+    (``{"dpaudit_version", "audits": [...]}``, every number of the report).
+    """
+    document = _document(results)
+    records = document["audits"]
+    check_output_directory(path)
+    text = json.dumps(document, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
+    taken: set[str] = set()
+    slugs = [_slug(str(r.get("name", "audit")), taken) for r in records]
+    with atomic_directory(path) as tmp:
+        (tmp / "figures").mkdir()
+        pngs: list[dict[str, bytes]] = []
+        paths: list[dict[str, str]] = []
+        for record, slug in zip(records, slugs, strict=True):
+            pngs.append({k: figure_png(f, dpi=dpi) for k, f in audit_figures(record).items()})
+            paths.append({key: f"figures/{slug}-{key}.png" for key in pngs[-1]})
+            for key, rel in paths[-1].items():
+                (tmp / rel).write_bytes(pngs[-1][key])
+        version = str(document.get("dpaudit_version", ""))
+        html_text = render_html(records, pngs, title=title, version=version)
+        (tmp / "index.html").write_text(html_text, encoding="utf-8")
+        markdown_text = render_markdown(records, paths, title=title)
+        (tmp / "README.md").write_text(markdown_text, encoding="utf-8")
+        (tmp / "results.json").write_text(text + "\n", encoding="utf-8")
+    return Path(path)

@@ -1,0 +1,871 @@
+"""Audit specifications: TOML files that say what to audit, with which attack, against which claim.
+
+A spec file holds one or more ``[[audit]]`` tables::
+
+    [[audit]]
+    name = "laplace-overclaimed"
+    mechanism = { kind = "laplace", scale = 0.5 }
+    attack = { kind = "likelihood_ratio" }
+    claim = { kind = "approx_dp", eps = 1.0, delta = 0.0 }
+    trials = 100_000          # per dataset
+    seed = 1
+    confidence = 0.95
+    deltas = [0.0, 1e-5]
+
+Keys of an ``[[audit]]`` table (see :data:`AUDIT_KEYS`): ``name`` (required, unique in the file),
+``description``, ``mechanism`` (required; a table with ``kind``), ``pair`` (``d``, ``d_prime``,
+``relation``, ``description``; default: the mechanism's worst-case pair), ``attack`` (a table with
+``kind``; default ``likelihood_ratio``), ``trials`` (required, per dataset), ``seed``,
+``confidence``, ``strategy``, ``threshold``, ``selection_trials``, ``claim`` (a table with
+``kind``; default: the mechanism's own tightest valid accountant), ``deltas`` (the delta values at
+which epsilon is reported), ``n_jobs`` and ``expect`` (``"consistent"`` or ``"violated"``: the
+verdict the audit is meant to reach, e.g. for a deliberately flawed mechanism).
+
+Kinds of mechanisms, attacks and claims live in registries (:data:`MECHANISM_KINDS`,
+:data:`ATTACK_KINDS`, :data:`CLAIM_KINDS`) that map a kind to its builder and the keys it takes;
+:func:`register_mechanism`, :func:`register_attack` and :func:`register_claim` add kinds.
+
+Every problem is reported as a :class:`SpecError` (a ``ValueError``) whose one-line message names
+the file, the audit, the key and what was expected; numeric constraints are checked by the
+constructors of the objects built, whose messages name the parameter and its allowed range.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dpaudit import attacks, mechanisms
+from dpaudit.attacks.base import Attack
+from dpaudit.audit.engine import audit
+from dpaudit.audit.strategies import STRATEGIES
+from dpaudit.bounds.gdp import gdp
+from dpaudit.bounds.tradeoff import TradeoffCurve, approx_dp
+from dpaudit.bounds.validation import check_choice, check_integer, check_probability
+from dpaudit.mechanisms.base import METHOD_KINDS, Mechanism, NeighbouringPair
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+__all__ = [
+    "SpecError",
+    "Param",
+    "Kind",
+    "AuditSpec",
+    "AUDIT_KEYS",
+    "MECHANISM_KINDS",
+    "ATTACK_KINDS",
+    "CLAIM_KINDS",
+    "VERDICTS",
+    "register_mechanism",
+    "register_attack",
+    "register_claim",
+    "build_mechanism",
+    "default_claim_method",
+    "load",
+    "loads",
+    "parse",
+    "suite",
+    "SUITE_TOML",
+]
+
+#: The two verdicts of an audit: the claim held against every test, or a test refuted it.
+VERDICTS = ("consistent", "violated")
+
+
+class SpecError(ValueError):
+    """A spec that cannot be used; its one-line message names file, key and what was expected."""
+
+
+@dataclass(frozen=True)
+class Param:
+    """One key of a spec table.
+
+    ``expected`` is one of :data:`EXPECTED`; a key that is not ``required`` takes ``default``
+    when it is absent.
+    """
+
+    expected: str
+    required: bool = True
+    default: Any = None
+    help: str = ""
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A kind of mechanism, attack or claim: its builder and the keys of its table.
+
+    Builders receive the validated keys as keyword arguments (nested mechanisms already built).
+    Mechanism builders return a :class:`~dpaudit.mechanisms.base.Mechanism`; attack builders
+    are called as ``build(mechanism, pair, **keys)``; claim builders as ``build(mechanism, **keys)``
+    and return a :class:`~dpaudit.bounds.tradeoff.TradeoffCurve`.
+    """
+
+    build: Callable[..., Any]
+    params: Mapping[str, Param]
+    summary: str
+
+
+def _describe(value: object) -> str:
+    kind = {
+        bool: "boolean",
+        int: "integer",
+        float: "number",
+        str: "string",
+        list: "array",
+        dict: "table",
+    }.get(type(value), type(value).__name__)
+    text = repr(value)
+    if len(text) > 40:
+        text = text[:37] + "..."
+    return f"{text} ({kind})"
+
+
+def _number(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError
+    return float(value)
+
+
+def _integer(value: object) -> int:
+    if isinstance(value, bool):
+        raise TypeError
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    raise TypeError
+
+
+def _string(value: object) -> str:
+    if not isinstance(value, str):
+        raise TypeError
+    return value
+
+
+def _boolean(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError
+    return value
+
+
+def _numbers(value: object) -> tuple[float, ...]:
+    if not isinstance(value, list) or not value:
+        raise TypeError
+    return tuple(_number(v) for v in value)
+
+
+def _array(value: object) -> np.ndarray:
+    if not isinstance(value, list | int | float) or isinstance(value, bool):
+        raise TypeError
+    try:
+        out = np.asarray(value, dtype=float)
+    except ValueError as exc:  # ragged or non-numeric nested arrays
+        raise TypeError from exc
+    return out
+
+
+def _number_or_numbers(value: object) -> float | tuple[float, ...]:
+    return _numbers(value) if isinstance(value, list) else _number(value)
+
+
+def _integer_or_numbers(value: object) -> int | tuple[float, ...]:
+    if isinstance(value, list):
+        return _numbers(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise TypeError
+
+
+def _table(value: object) -> dict:
+    if not isinstance(value, dict):
+        raise TypeError
+    return value
+
+
+def _tables(value: object) -> list[dict]:
+    if not isinstance(value, list) or not value:
+        raise TypeError
+    return [_table(v) for v in value]
+
+
+#: What a :class:`Param` may expect, with the converter that checks it (``TypeError`` = wrong type).
+#: ``mechanism`` and ``list of mechanisms`` are nested mechanism tables, built recursively.
+EXPECTED: dict[str, Callable[[object], Any]] = {
+    "number": _number,
+    "integer": _integer,
+    "string": _string,
+    "boolean": _boolean,
+    "non-empty array of numbers": _numbers,
+    "number or array of numbers": _number_or_numbers,
+    "integer or array of numbers": _integer_or_numbers,
+    "array": _array,
+    "table": _table,
+    "mechanism": _table,
+    "list of mechanisms": _tables,
+}
+
+
+def _an(expected: str) -> str:
+    article = "an" if expected[0] in "aeiou" else "a"
+    return expected if expected.startswith(("non-", "list")) else f"{article} {expected}"
+
+
+class _Context:
+    """Where in which file a value sits, to prefix error messages."""
+
+    def __init__(self, source: str, audit: str) -> None:
+        self.source = source
+        self.audit = audit
+
+    def error(self, key: str, message: str) -> SpecError:
+        if key and message.startswith(f"{key} "):
+            key = ""  # the message already starts with the key's name
+        where = f"{self.audit}: {key}" if self.audit and key else (self.audit or key)
+        parts = [p for p in (self.source, where, message) if p]
+        return SpecError(": ".join(parts))
+
+
+def _read_table(
+    table: Mapping[str, Any],
+    params: Mapping[str, Param],
+    ctx: _Context,
+    prefix: str,
+    *,
+    ignore: Sequence[str] = (),
+    what: str = "",
+) -> dict[str, Any]:
+    """Check a table against ``params``: unknown keys, missing keys and types; fill defaults."""
+    allowed = [*ignore, *params]
+    for key in table:
+        if key not in params and key not in ignore:
+            raise ctx.error(
+                f"{prefix}{key}",
+                f"unknown key{what}; expected one of: {', '.join(allowed)}",
+            )
+    out: dict[str, Any] = {}
+    for key, param in params.items():
+        if key not in table:
+            if param.required:
+                raise ctx.error(f"{prefix}{key}", f"missing; expected {_an(param.expected)}")
+            out[key] = param.default
+            continue
+        value = table[key]
+        try:
+            converted = EXPECTED[param.expected](value)
+        except TypeError:
+            raise ctx.error(
+                f"{prefix}{key}", f"expected {_an(param.expected)}, got {_describe(value)}"
+            ) from None
+        if param.expected == "mechanism":
+            converted = _build_mechanism(converted, ctx, f"{prefix}{key}")
+        elif param.expected == "list of mechanisms":
+            converted = [
+                _build_mechanism(item, ctx, f"{prefix}{key}[{i}]")
+                for i, item in enumerate(converted)
+            ]
+        out[key] = converted
+    return out
+
+
+def _kind_of(
+    table: Mapping[str, Any], registry: Mapping[str, Kind], ctx: _Context, key: str
+) -> str:
+    if "kind" not in table:
+        raise ctx.error(f"{key}.kind", f"missing; expected one of: {', '.join(registry)}")
+    kind = table["kind"]
+    if not isinstance(kind, str) or kind not in registry:
+        raise ctx.error(
+            f"{key}.kind", f"unknown kind {kind!r}; expected one of: {', '.join(registry)}"
+        )
+    return kind
+
+
+def _call(ctx: _Context, key: str, build: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Run a builder; its ``ValueError`` (parameter, value, allowed range) gets file and key."""
+    try:
+        return build(*args, **kwargs)
+    except SpecError:
+        raise
+    except ValueError as exc:
+        raise ctx.error(key, str(exc)) from None
+
+
+def _build_mechanism(table: Mapping[str, Any], ctx: _Context, key: str) -> Mechanism:
+    kind = _kind_of(table, MECHANISM_KINDS, ctx, key)
+    spec = MECHANISM_KINDS[kind]
+    values = _read_table(
+        table, spec.params, ctx, f"{key}.", ignore=("kind",), what=f" for kind {kind!r}"
+    )
+    return _call(ctx, f"{key} ({kind})", spec.build, **values)
+
+
+def build_mechanism(table: Mapping[str, Any], *, source: str = "") -> Mechanism:
+    """Build a mechanism from a spec table such as ``{"kind": "gaussian", "sigma": 1.0}``."""
+    if not isinstance(table, Mapping):
+        raise SpecError(f"{source + ': ' if source else ''}mechanism: expected a table")
+    return _build_mechanism(table, _Context(source, ""), "mechanism")
+
+
+# --- registries ---------------------------------------------------------------------------------
+
+#: Mechanism kind -> builder and keys. Kinds are the class names in snake case.
+MECHANISM_KINDS: dict[str, Kind] = {}
+#: Attack kind -> builder and keys.
+ATTACK_KINDS: dict[str, Kind] = {}
+#: Claim kind -> builder and keys.
+CLAIM_KINDS: dict[str, Kind] = {}
+
+
+def _register(
+    registry: dict[str, Kind],
+    kind: str,
+    build: Callable[..., Any],
+    params: Mapping[str, Param],
+    summary: str,
+    replace: bool,
+) -> None:
+    if not isinstance(kind, str) or not kind.isidentifier() or kind != kind.lower():
+        raise ValueError(f"kind must be a lower-case identifier such as 'gaussian', got {kind!r}")
+    if kind in registry and not replace:
+        raise ValueError(f"kind {kind!r} is already registered; pass replace=True to replace it")
+    for name, param in params.items():
+        if name == "kind":
+            raise ValueError("params must not contain 'kind' (it selects the builder)")
+        check_choice(f"params[{name!r}].expected", param.expected, tuple(EXPECTED))
+    registry[kind] = Kind(build=build, params=dict(params), summary=summary)
+
+
+def register_mechanism(
+    kind: str,
+    build: Callable[..., Mechanism],
+    params: Mapping[str, Param],
+    summary: str = "",
+    *,
+    replace: bool = False,
+) -> None:
+    """Make ``mechanism = { kind = "<kind>", ... }`` available in specs.
+
+    ``build(**keys)`` receives the keys of ``params`` (validated, defaults filled).
+    """
+    _register(MECHANISM_KINDS, kind, build, params, summary, replace)
+
+
+def register_attack(
+    kind: str,
+    build: Callable[..., Attack],
+    params: Mapping[str, Param],
+    summary: str = "",
+    *,
+    replace: bool = False,
+) -> None:
+    """Make ``attack = { kind = "<kind>", ... }`` available: ``build(mechanism, pair, **keys)``."""
+    _register(ATTACK_KINDS, kind, build, params, summary, replace)
+
+
+def register_claim(
+    kind: str,
+    build: Callable[..., TradeoffCurve],
+    params: Mapping[str, Param],
+    summary: str = "",
+    *,
+    replace: bool = False,
+) -> None:
+    """Make ``claim = { kind = "<kind>", ... }`` available: ``build(mechanism, **keys)``."""
+    _register(CLAIM_KINDS, kind, build, params, summary, replace)
+
+
+def _composed(
+    base: Mechanism | None = None,
+    times: int | None = None,
+    components: list[Mechanism] | None = None,
+) -> Mechanism:
+    if components is not None:
+        if base is not None or times is not None:
+            raise ValueError("composed takes either 'base' and 'times' or 'components', not both")
+        return mechanisms.Composed(components)
+    if base is None or times is None:
+        raise ValueError("composed needs 'base' and 'times', or 'components'")
+    return mechanisms.Composed(base, times)
+
+
+def default_claim_method(mechanism: Mechanism) -> str | None:
+    """The mechanism's first theory method that states a valid guarantee (``exact`` or ``bound``).
+
+    Approximations such as the GDP central limit are never chosen by default.
+    """
+    for method in mechanism.theory_methods:
+        if METHOD_KINDS.get(method) in ("exact", "bound"):
+            return method
+    return None
+
+
+def _accountant_claim(mechanism: Mechanism, method: str | None = None) -> TradeoffCurve:
+    if method is None:
+        method = default_claim_method(mechanism)
+        if method is None:
+            raise ValueError(f"{mechanism.name} has no theory method to take the claim from")
+    return mechanism.tradeoff(method)
+
+
+register_mechanism(
+    "gaussian",
+    lambda sigma, sensitivity: mechanisms.Gaussian(sigma, sensitivity=sensitivity),
+    {"sigma": Param("number"), "sensitivity": Param("number", False, 1.0)},
+    "Gaussian noise N(0, sigma^2) added to a query of the given l2-sensitivity",
+)
+register_mechanism(
+    "laplace",
+    lambda scale, sensitivity: mechanisms.Laplace(scale, sensitivity=sensitivity),
+    {"scale": Param("number"), "sensitivity": Param("number", False, 1.0)},
+    "Laplace noise Lap(0, scale) added to a query of the given l1-sensitivity",
+)
+register_mechanism(
+    "randomized_response",
+    lambda eps, k: mechanisms.RandomizedResponse(eps, k=k),
+    {"eps": Param("number"), "k": Param("integer", False, 2)},
+    "k-ary randomized response with privacy parameter eps",
+)
+register_mechanism(
+    "poisson_subsampled",
+    lambda base, rate: mechanisms.PoissonSubsampled(base, rate),
+    {"base": Param("mechanism"), "rate": Param("number")},
+    "base mechanism run on a Poisson subsample with the given rate (add/remove)",
+)
+register_mechanism(
+    "fixed_size_subsampled",
+    lambda base, size, population: mechanisms.FixedSizeSubsampled(base, size, population),
+    {"base": Param("mechanism"), "size": Param("integer"), "population": Param("integer")},
+    "base mechanism run on a uniformly drawn subset of fixed size (replace-one)",
+)
+register_mechanism(
+    "composed",
+    _composed,
+    {
+        "base": Param("mechanism", False),
+        "times": Param("integer", False),
+        "components": Param("list of mechanisms", False),
+    },
+    "'times'-fold composition of 'base', or the composition of 'components'",
+)
+
+register_attack(
+    "likelihood_ratio",
+    lambda mechanism, pair: attacks.LikelihoodRatio(mechanism, pair),
+    {},
+    "Neyman-Pearson optimal score log q(y)/p(y) (needs the mechanism's density)",
+)
+register_attack(
+    "threshold",
+    lambda mechanism, pair, projection: attacks.Threshold(
+        list(projection) if isinstance(projection, tuple) else projection
+    ),
+    {"projection": Param("integer or array of numbers", False, None)},
+    "the scalar output, coordinate 'projection', or the projection on weights 'projection'",
+)
+
+
+register_mechanism(
+    "noisy_mean",
+    lambda **keys: mechanisms.NoisyMean(**keys),
+    {
+        "d": Param("integer", help="dimension of the records in {-1, +1}^d"),
+        "n": Param("integer", help="number of records averaged"),
+        "noise": Param("string", False, "gaussian", "'gaussian' or 'laplace'"),
+        "sigma": Param("number", False, None, "Gaussian noise per coordinate"),
+        "scale": Param("number", False, None, "Laplace scale per coordinate"),
+        "mu": Param("number", False, None, "calibrate Gaussian noise to mu-GDP"),
+        "eps": Param("number", False, None, "calibrate to (eps, delta), or pure eps (Laplace)"),
+        "delta": Param("number", False, None, "delta of the Gaussian (eps, delta) calibration"),
+        "calibration": Param("string", False, "release", "'release' or 'coordinate' (flawed)"),
+        "population": Param("array", False, None, "population mean p (default: uniform)"),
+        "seed": Param("integer", False, 0, "seed of p, the dataset, the target, the references"),
+    },
+    "mean of n population records in {-1, +1}^d plus noise per coordinate (replace-one)",
+)
+register_attack(
+    "tracing",
+    lambda mechanism, pair, game, center, references: attacks.Tracing.for_game(
+        mechanism, game, center=center, references=references
+    ),
+    {
+        "game": Param("string", False, "fixed", "'fixed' dataset, or a 'fresh' one every trial"),
+        "center": Param("string", False, "population", "'population', 'learned' or 'reference'"),
+        "references": Param("integer", False, 100, "reference records (center 'reference')"),
+    },
+    "tracing statistic <y - p, z - p> on a noisy_mean; its game defines the pair (attack.pair)",
+)
+register_attack(
+    "membership_inference",
+    lambda mechanism, pair, calibrated: attacks.MembershipInference.for_mechanism(
+        mechanism, pair, calibrated=calibrated
+    ),
+    {"calibrated": Param("boolean", False, False, "likelihood ratio of fitted normal laws")},
+    "the target's loss under the released model (mechanism.membership_loss), or its LiRA score",
+)
+
+
+register_claim(
+    "approx_dp",
+    lambda mechanism, eps, delta: approx_dp(eps, delta),
+    {"eps": Param("number"), "delta": Param("number", False, 0.0)},
+    "(eps, delta)-DP",
+)
+register_claim(
+    "gdp",
+    lambda mechanism, mu: gdp(mu),
+    {"mu": Param("number")},
+    "mu-Gaussian differential privacy",
+)
+register_claim(
+    "accountant",
+    _accountant_claim,
+    {"method": Param("string", False, None)},
+    "the mechanism's own theory by 'method' (default: its tightest valid method)",
+)
+
+
+# --- audit tables -------------------------------------------------------------------------------
+
+#: Keys of an ``[[audit]]`` table.
+AUDIT_KEYS: dict[str, Param] = {
+    "name": Param("string", help="unique label of the audit"),
+    "description": Param("string", False, "", "free text shown in the report"),
+    "mechanism": Param("table", help="the mechanism audited: { kind = ..., ... }"),
+    "pair": Param("table", False, None, "{ d, d_prime, relation }; default: worst case"),
+    "attack": Param("table", False, None, "{ kind = ... }; default: likelihood_ratio"),
+    "trials": Param("integer", help="Monte Carlo trials per dataset"),
+    "seed": Param("integer", False, 0, "root seed of the trials"),
+    "confidence": Param("number", False, 0.95, "confidence level of the bounds"),
+    "strategy": Param("string", False, "holdout", "how the threshold is chosen"),
+    "threshold": Param("number or array of numbers", False, None, "thresholds of strategy 'fixed'"),
+    "selection_trials": Param("integer", False, None, "trials per dataset to select on"),
+    "claim": Param("table", False, None, "{ kind = ... }; default: the mechanism's accountant"),
+    "deltas": Param("non-empty array of numbers", False, (1e-5,), "delta values to report"),
+    "n_jobs": Param("integer", False, 1, "parallel workers (-1: all cores)"),
+    "expect": Param("string", False, "consistent", "the verdict the audit is meant to reach"),
+}
+
+_PAIR_KEYS: dict[str, Param] = {
+    "d": Param("array"),
+    "d_prime": Param("array"),
+    "relation": Param("string", False, "add_remove"),
+    "description": Param("string", False, ""),
+}
+
+
+@dataclass(frozen=True)
+class AuditSpec:
+    """One audit, read from a spec: the objects built and the run's settings.
+
+    ``table`` is the ``[[audit]]`` table as written (after command-line overrides), kept for the
+    results file; ``origin`` says where it came from (``file.toml: audit 2 (name)``).
+    """
+
+    name: str
+    mechanism: Mechanism
+    pair: NeighbouringPair
+    attack: Attack
+    claim: TradeoffCurve | None
+    trials: int
+    seed: int = 0
+    confidence: float = 0.95
+    strategy: str = "holdout"
+    threshold: float | None = None
+    selection_trials: int | None = None
+    deltas: tuple[float, ...] = (1e-5,)
+    n_jobs: int = 1
+    expect: str = "consistent"
+    description: str = ""
+    table: dict[str, Any] = field(default_factory=dict, compare=False)
+    origin: str = ""
+
+    def with_overrides(
+        self, *, trials: int | None = None, seed: int | None = None, n_jobs: int | None = None
+    ) -> AuditSpec:
+        """The same audit with some settings replaced (the command line's ``--trials`` etc.)."""
+        changes: dict[str, Any] = {}
+        if trials is not None:
+            changes["trials"] = check_integer("trials", trials, minimum=1)
+        if seed is not None:
+            changes["seed"] = check_integer("seed", seed, minimum=0)
+        if n_jobs is not None:
+            changes["n_jobs"] = _check_n_jobs(n_jobs)
+        if not changes:
+            return self
+        return dataclasses.replace(self, table={**self.table, **changes}, **changes)
+
+    def claim_table(self) -> dict[str, Any] | None:
+        """The claim as written in the spec (or the default accountant claim), JSON-ready."""
+        if self.claim is None:
+            return None
+        written = self.table.get("claim")
+        if written is not None:
+            return dict(written)
+        return {"kind": "accountant", "method": default_claim_method(self.mechanism)}
+
+    def run(self, *, progress: Any = None) -> Any:
+        """Run the audit with :func:`dpaudit.audit`; returns its ``AuditResult``."""
+        return audit(
+            self.mechanism,
+            self.pair,
+            self.attack,
+            trials=self.trials,
+            seed=self.seed,
+            confidence=self.confidence,
+            strategy=self.strategy,
+            threshold=self.threshold,
+            selection_trials=self.selection_trials,
+            n_jobs=self.n_jobs,
+            progress=progress,
+        )
+
+
+def _check_n_jobs(value: object) -> int:
+    n_jobs = check_integer("n_jobs", value, minimum=-1)
+    if n_jobs == 0:
+        raise ValueError("n_jobs must be a positive integer or -1 (all cores), got 0")
+    return n_jobs
+
+
+def _parse_audit(table: object, index: int, source: str, names: set[str]) -> AuditSpec:
+    label = f"audit {index + 1}"
+    if isinstance(table, dict) and isinstance(table.get("name"), str):
+        label += f" ({table['name']})"
+    ctx = _Context(source, label)
+    if not isinstance(table, dict):
+        raise ctx.error("", f"expected a table, got {_describe(table)}")
+    values = _read_table(table, AUDIT_KEYS, ctx, "")
+    name = values["name"]
+    if not name.strip():
+        raise ctx.error("name", "must not be empty")
+    if name in names:
+        raise ctx.error("name", f"{name!r} is used by an earlier audit; names must be unique")
+    names.add(name)
+
+    def check(key: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        return _call(ctx, key, fn, key, values[key], *args, **kwargs)
+
+    trials = check("trials", check_integer, minimum=1)
+    seed = check("seed", check_integer, minimum=0)
+    confidence = check("confidence", check_probability, low_open=True, high_open=True)
+    n_jobs = _call(ctx, "n_jobs", _check_n_jobs, values["n_jobs"])
+    expect = check("expect", check_choice, VERDICTS)
+    strategy = check("strategy", check_choice, STRATEGIES)
+    if (strategy == "fixed") != (values["threshold"] is not None):
+        raise ctx.error("threshold", "is needed with strategy 'fixed' and only then")
+    if values["selection_trials"] is not None:
+        check("selection_trials", check_integer, minimum=1)
+    deltas = values["deltas"]
+    for i, delta in enumerate(deltas):
+        _call(ctx, f"deltas[{i}]", check_probability, "delta", delta, high_open=True)
+
+    mechanism = _build_mechanism(values["mechanism"], ctx, "mechanism")
+
+    if values["pair"] is None:
+        pair = _call(ctx, "pair", mechanism.worst_case_pair)
+    else:
+        p = _read_table(values["pair"], _PAIR_KEYS, ctx, "pair.")
+        pair = _call(ctx, "pair", NeighbouringPair, **p)
+
+    attack_table = (
+        values["attack"] if values["attack"] is not None else {"kind": "likelihood_ratio"}
+    )
+    attack_kind = _kind_of(attack_table, ATTACK_KINDS, ctx, "attack")
+    attack_spec = ATTACK_KINDS[attack_kind]
+    attack_values = _read_table(
+        attack_table,
+        attack_spec.params,
+        ctx,
+        "attack.",
+        ignore=("kind",),
+        what=f" for kind {attack_kind!r}",
+    )
+    attack = _call(
+        ctx, f"attack ({attack_kind})", attack_spec.build, mechanism, pair, **attack_values
+    )
+    if values["pair"] is None and isinstance(getattr(attack, "pair", None), NeighbouringPair):
+        # An attack that plays a game on its own pair (tracing) defines the pair audited.
+        pair = attack.pair
+
+    claim: TradeoffCurve | None
+    if values["claim"] is None:
+        claim = (
+            None
+            if default_claim_method(mechanism) is None
+            else _call(ctx, "claim", _accountant_claim, mechanism)
+        )
+    else:
+        claim_kind = _kind_of(values["claim"], CLAIM_KINDS, ctx, "claim")
+        claim_spec = CLAIM_KINDS[claim_kind]
+        claim_values = _read_table(
+            values["claim"],
+            claim_spec.params,
+            ctx,
+            "claim.",
+            ignore=("kind",),
+            what=f" for kind {claim_kind!r}",
+        )
+        claim = _call(ctx, f"claim ({claim_kind})", claim_spec.build, mechanism, **claim_values)
+
+    return AuditSpec(
+        name=name,
+        mechanism=mechanism,
+        pair=pair,
+        attack=attack,
+        claim=claim,
+        trials=trials,
+        seed=seed,
+        confidence=confidence,
+        strategy=strategy,
+        threshold=values["threshold"],
+        selection_trials=values["selection_trials"],
+        deltas=tuple(deltas),
+        n_jobs=n_jobs,
+        expect=expect,
+        description=values["description"],
+        table=_json_ready(table),
+        origin=f"{source}: {label}" if source else label,
+    )
+
+
+def _json_ready(value: Any) -> Any:
+    """TOML values as JSON values (TOML dates and times become ISO strings)."""
+    if isinstance(value, dict):
+        return {k: _json_ready(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_ready(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    return str(value)
+
+
+def parse(data: Mapping[str, Any], *, source: str = "") -> list[AuditSpec]:
+    """Build the audits of a parsed spec document (``{"audit": [ {...}, ... ]}``)."""
+    ctx = _Context(source, "")
+    for key in data:
+        if key != "audit":
+            raise ctx.error(key, "unknown top-level key; expected [[audit]] tables only")
+    tables = data.get("audit")
+    if tables is None:
+        raise ctx.error("audit", "no [[audit]] table found")
+    if not isinstance(tables, list):
+        raise ctx.error(
+            "audit", "expected [[audit]] tables (an array of tables), got a single table"
+        )
+    names: set[str] = set()
+    return [_parse_audit(table, i, source, names) for i, table in enumerate(tables)]
+
+
+def loads(text: str, *, source: str = "<string>") -> list[AuditSpec]:
+    """Read audits from TOML text; ``source`` names it in error messages."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"{source}: invalid TOML: {exc}") from None
+    return parse(data, source=source)
+
+
+def load(path: str | Path) -> list[AuditSpec]:
+    """Read audits from a TOML spec file."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError(f"{path}: spec file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(f"{path}: cannot read spec file ({exc})") from None
+    return loads(text, source=str(path))
+
+
+#: The battery of reference audits run by ``dpaudit suite``: each reference mechanism against its
+#: own tightest accountant, plus one deliberately over-claimed mechanism that must be caught.
+SUITE_TOML = """\
+# The dpaudit reference battery (`dpaudit suite`). Copy it and run it with `dpaudit run`.
+
+[[audit]]
+name = "gaussian"
+description = "Gaussian mechanism, sigma = 1: exactly 1-GDP."
+mechanism = { kind = "gaussian", sigma = 1.0 }
+trials = 2_000_000
+seed = 1
+deltas = [1e-5, 1e-3]
+
+[[audit]]
+name = "laplace"
+description = "Laplace mechanism, scale 1: exactly 1-DP."
+mechanism = { kind = "laplace", scale = 1.0 }
+trials = 400_000
+seed = 2
+deltas = [0.0, 1e-5]
+
+[[audit]]
+name = "randomized-response"
+description = "Binary randomized response with eps = 1: exactly (1, 0)-DP."
+mechanism = { kind = "randomized_response", eps = 1.0 }
+trials = 400_000
+seed = 3
+deltas = [0.0, 1e-5]
+
+[[audit]]
+name = "poisson-subsampled-gaussian"
+description = "Gaussian (sigma = 0.8) on a Poisson subsample with rate 0.2."
+mechanism = { kind = "poisson_subsampled", base = { kind = "gaussian", sigma = 0.8 }, rate = 0.2 }
+trials = 2_000_000
+seed = 4
+deltas = [1e-5, 1e-3]
+
+[[audit]]
+name = "fixed-size-subsampled-gaussian"
+description = "Gaussian (sigma = 2) on a uniformly drawn subset of 20 out of 100 (replace-one)."
+trials = 2_000_000
+seed = 8
+deltas = [1e-5, 1e-3]
+[audit.mechanism]
+kind = "fixed_size_subsampled"
+base = { kind = "gaussian", sigma = 2.0 }
+size = 20
+population = 100
+
+[[audit]]
+name = "composed-gaussian"
+description = "16-fold composition of the Gaussian mechanism with sigma = 4: exactly 1-GDP."
+mechanism = { kind = "composed", base = { kind = "gaussian", sigma = 4.0 }, times = 16 }
+trials = 1_000_000
+seed = 5
+deltas = [1e-5, 1e-3]
+
+[[audit]]
+name = "composed-randomized-response"
+description = "10-fold composition of binary randomized response with eps = 0.3."
+mechanism = { kind = "composed", base = { kind = "randomized_response", eps = 0.3 }, times = 10 }
+trials = 1_000_000
+seed = 6
+deltas = [1e-5, 1e-3]
+
+[[audit]]
+name = "laplace-overclaimed"
+description = "Laplace with scale 0.5 is 2-DP; the claim says 1-DP, and the audit must refute it."
+mechanism = { kind = "laplace", scale = 0.5 }
+claim = { kind = "approx_dp", eps = 1.0, delta = 0.0 }
+expect = "violated"
+trials = 100_000
+seed = 7
+deltas = [0.0, 1e-5]
+"""
+
+
+def suite() -> list[AuditSpec]:
+    """The audits of :data:`SUITE_TOML`."""
+    return loads(SUITE_TOML, source="<suite>")

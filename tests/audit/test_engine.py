@@ -1,0 +1,255 @@
+"""The engine: streams, determinism across workers and chunk order, counting, defaults, errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dpaudit
+from dpaudit.attacks import Attack, LikelihoodRatio, Threshold
+from dpaudit.audit.engine import (
+    PILOT_TRIALS,
+    chunk_generator,
+    default_bins,
+    default_chunk_size,
+)
+from dpaudit.mechanisms import Gaussian, Mechanism, NeighbouringPair, RandomizedResponse
+
+
+class NoDensityShift(Mechanism):
+    """N(sum(dataset), 1) outputs (optionally repeated ``width`` times) without a density."""
+
+    def __init__(self, width: int = 0) -> None:
+        self.width = width
+
+    def sample(self, dataset, size, rng):
+        shape = (size,) if self.width == 0 else (size, self.width)
+        return np.sum(dataset) + rng.normal(0.0, 1.0, shape)
+
+    def worst_case_pair(self):
+        return NeighbouringPair(np.zeros(0), np.array([1.0]))
+
+
+class NanAttack(Attack):
+    def score(self, outputs):
+        out = np.asarray(outputs, dtype=float).copy()
+        out[0] = np.nan
+        return out
+
+
+class SignLearner(Attack):
+    """Learns which direction points to D_prime from the fit sample."""
+
+    learns = True
+
+    def __init__(self):
+        self.sign = None
+        self.fit_sizes = None
+
+    def fit(self, outputs_d, outputs_d_prime):
+        self.fit_sizes = (len(outputs_d), len(outputs_d_prime))
+        self.sign = 1.0 if np.mean(outputs_d_prime) > np.mean(outputs_d) else -1.0
+        return self
+
+    def score(self, outputs):
+        return self.sign * np.asarray(outputs, dtype=float)
+
+
+def replay_counts(result, mechanism, attack, stream="evaluation", total=None, reverse=False):
+    """Recount a stream chunk by chunk from its generators (brute force, any chunk order)."""
+    total = result.trials if total is None else total
+    counts = np.zeros((2, result.grid.n_bins), dtype=np.int64)
+    scores = ([], [])
+    chunks = list(range(-(-total // result.chunk_size)))
+    for i in reversed(chunks) if reverse else chunks:
+        size = min(result.chunk_size, total - i * result.chunk_size)
+        rng = chunk_generator(result.seed, stream, i)
+        for side, data in enumerate((result.pair.d, result.pair.d_prime)):
+            s = attack.score(mechanism.sample(data, size, rng))
+            scores[side].append(s)
+            edges = result.grid.edges
+            counts[side] += np.bincount(
+                np.searchsorted(edges, s, side="right"), minlength=result.grid.n_bins
+            )
+    return counts, [np.concatenate(x) for x in scores]
+
+
+def test_same_seed_is_bit_identical_for_one_and_two_workers():
+    mech = Gaussian(1.0)
+    kwargs = dict(trials=120_000, seed=7, chunk_size=2048, selection_trials=20_000)
+    one = dpaudit.audit(mech, n_jobs=1, **kwargs)
+    two = dpaudit.audit(mech, n_jobs=2, **kwargs)
+    np.testing.assert_array_equal(one.counts, two.counts)
+    np.testing.assert_array_equal(one.selection_counts, two.selection_counts)
+    for key, value in one.privacy_loss.to_dict().items():
+        np.testing.assert_array_equal(value, two.privacy_loss.to_dict()[key])
+    assert one.epsilon_lower_bound(1e-5) == two.epsilon_lower_bound(1e-5)
+    assert one.mu_lower_bound() == two.mu_lower_bound()
+    assert one.delta_estimate(1.0) == two.delta_estimate(1.0)
+    other_seed = dpaudit.audit(mech, n_jobs=1, **{**kwargs, "seed": 8})
+    assert not np.array_equal(one.counts, other_seed.counts)
+
+
+def test_counts_equal_a_replay_of_the_streams_in_any_chunk_order():
+    mech = Gaussian(2.0)
+    result = dpaudit.audit(mech, trials=50_000, seed=3, chunk_size=4096, bins=512)
+    attack = LikelihoodRatio(mech, result.pair)
+    counts, _ = replay_counts(result, mech, attack, reverse=True)
+    # Arithmetic binning may move a score lying on an edge (to rounding) by one bin.
+    assert np.abs(counts - result.counts).sum() <= 2
+    assert result.counts.sum(axis=1).tolist() == [50_000, 50_000]
+    sel, _ = replay_counts(result, mech, attack, "selection", result.selection_trials)
+    assert np.abs(sel - result.selection_counts).sum() <= 2
+
+
+def test_fixed_thresholds_are_counted_exactly():
+    mech = Gaussian(1.0)
+    thresholds = [0.3, -0.2, 1.5]
+    result = dpaudit.audit(
+        mech, trials=20_000, seed=1, strategy="fixed", threshold=thresholds, chunk_size=3000
+    )
+    _, (s0, s1) = replay_counts(result, mech, LikelihoodRatio(mech, result.pair))
+    fp = [(s0 > t).sum() for t in thresholds]
+    fn = [(s1 <= t).sum() for t in thresholds]
+    assert result.fixed_counts[0].tolist() == fp
+    assert result.fixed_counts[1].tolist() == fn
+    witness = result.mu_witness()
+    assert witness["threshold"] in thresholds and witness["candidates"] == 3
+    assert witness["rule"] == "D_prime iff score > threshold"
+
+
+def test_defaults_for_streams_grid_and_chunks():
+    result = dpaudit.audit(Gaussian(1.0), trials=1000, seed=0)
+    assert result.selection_trials == 10_000 and result.pilot_trials == 10_000
+    assert result.fit_trials == 0
+    big = dpaudit.audit(Gaussian(1.0), trials=400_000, seed=0)
+    assert big.selection_trials == 100_000 and big.pilot_trials == PILOT_TRIALS
+    assert default_bins(1000) == 2**10 and default_bins(10**6) == 2**14
+    assert default_bins(10**9) == 2**14
+    assert default_chunk_size(1) == 2**15 and default_chunk_size(1000) == 64
+    assert default_chunk_size(10**7) == 64
+    assert result.strategy == "holdout" and result.confidence == 0.95
+
+
+def test_default_attack_is_the_likelihood_ratio_when_a_density_exists():
+    result = dpaudit.audit(RandomizedResponse(1.0), trials=2000, seed=0)
+    assert result.metadata["attack"]["class"] == "LikelihoodRatio"
+    assert result.metadata["attack"]["exact_privacy_loss"] is True
+    assert result.grid.kind == "lattice"
+
+
+def test_without_density_scalar_outputs_use_the_threshold_attack():
+    result = dpaudit.audit(NoDensityShift(), trials=5000, seed=0)
+    assert result.metadata["attack"]["class"] == "Threshold"
+    assert result.privacy_loss is None
+    with pytest.raises(ValueError, match="exact privacy loss"):
+        result.delta_estimate(0.5)
+    with pytest.raises(ValueError, match="vector outputs"):
+        dpaudit.audit(NoDensityShift(width=3), trials=100)
+    explicit = dpaudit.audit(NoDensityShift(width=3), attack=Threshold(0), trials=2000, seed=0)
+    assert explicit.metadata["attack"]["name"] == "Threshold(projection=0)"
+
+
+def test_likelihood_ratio_of_another_mechanism_is_not_an_exact_privacy_loss():
+    audited = Gaussian(0.5)
+    reference = Gaussian(1.0)
+    result = dpaudit.audit(audited, attack=LikelihoodRatio(reference), trials=2000, seed=0)
+    assert result.privacy_loss is None
+    assert result.metadata["attack"]["exact_privacy_loss"] is False
+    # The score is still a valid test: it orders outputs exactly like the optimal one.
+    assert result.mu_lower_bound() > 0.5
+
+
+def test_learning_attacks_fit_on_their_own_sample():
+    attack = SignLearner()
+    pair = NeighbouringPair(np.array([1.0]), np.zeros(0))  # D_prime has the smaller mean
+    result = dpaudit.audit(NoDensityShift(), pair, attack, trials=3000, seed=2)
+    assert attack.sign == -1.0
+    assert attack.fit_sizes == (result.fit_trials, result.fit_trials) == (10_000, 10_000)
+    assert result.mu_lower_bound() > 0.5
+
+
+def test_nan_scores_are_refused():
+    with pytest.raises(ValueError, match="NaN"):
+        dpaudit.audit(Gaussian(1.0), attack=NanAttack(), trials=100)
+
+
+def test_progress_bar_goes_to_stderr(capsys):
+    dpaudit.audit(Gaussian(1.0), trials=2000, seed=0, progress=True)
+    assert "trial" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(trials=0), "trials"),
+        (dict(trials=10, confidence=1.0), "confidence"),
+        (dict(trials=10, strategy="best"), "strategy"),
+        (dict(trials=10, strategy="fixed"), "threshold="),
+        (dict(trials=10, threshold=0.5), "threshold= is only used"),
+        (dict(trials=10, strategy="fixed", threshold=[0.1, 0.1]), "repeat"),
+        (dict(trials=10, strategy="fixed", threshold=[np.inf]), "threshold must be"),
+        (dict(trials=10, n_jobs=0), "n_jobs"),
+        (dict(trials=10, bins=1), "bins"),
+        (dict(trials=10, seed=-1), "seed"),
+        (dict(trials=10, chunk_size=0), "chunk_size"),
+        (dict(trials=10, selection_trials=1), "selection_trials"),
+        (dict(trials=10, progress="yes"), "progress"),
+    ],
+)
+def test_wrong_arguments_raise_naming_the_parameter(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        dpaudit.audit(Gaussian(1.0), **kwargs)
+
+
+def test_wrong_pair_and_attack_types_raise():
+    with pytest.raises(ValueError, match="pair must be a NeighbouringPair"):
+        dpaudit.audit(Gaussian(1.0), pair=(0, 1), trials=10)
+    with pytest.raises(ValueError, match="attack must be a dpaudit Attack"):
+        dpaudit.audit(Gaussian(1.0), attack=lambda y: y, trials=10)
+
+
+def test_audit_is_both_the_function_and_the_subpackage():
+    from dpaudit.audit.engine import audit as engine_audit
+    from dpaudit.audit.result import AuditResult
+
+    assert dpaudit.audit is engine_audit
+    assert dpaudit.AuditResult is AuditResult
+    from dpaudit.audit import grid
+    from dpaudit.audit.empirical import EmpiricalTradeoff
+
+    assert grid.ScoreGrid.__name__ == "ScoreGrid"
+    assert EmpiricalTradeoff.__module__ == "dpaudit.audit.empirical"
+
+
+def test_pair_defaults_to_the_attacks_own_pair():
+    mech = Gaussian(1.0)
+    swapped = mech.worst_case_pair().swapped()
+    result = dpaudit.audit(mech, attack=LikelihoodRatio(mech, swapped), trials=2000, seed=0)
+    np.testing.assert_array_equal(result.pair.d, swapped.d)
+    assert result.privacy_loss is not None
+    assert dpaudit.audit(mech, trials=2000, seed=0).pair.d.size == 0
+
+
+@pytest.mark.parametrize(
+    "mechanism",
+    [Gaussian(1e-3), Gaussian(1e3), RandomizedResponse(30.0), RandomizedResponse(1e-6)],
+)
+def test_extreme_parameters_give_finite_monotone_numbers(mechanism):
+    result = dpaudit.audit(mechanism, trials=5000, seed=0)
+    bounds = [result.mu_lower_bound(), result.epsilon_lower_bound(0.0)]
+    bounds.append(result.epsilon_lower_bound(1e-5))
+    assert all(np.isfinite(b) and b >= 0 for b in bounds)
+    assert bounds[1] >= bounds[2]
+    out = result.delta_estimate(np.array([0.0, 0.5, 1.0, 5.0, 50.0]))
+    for key in ("lower", "upper"):
+        assert np.all(np.isfinite(out[key])) and np.all(np.diff(out[key]) <= 1e-12)
+    assert np.all(out["lower"] <= out["upper"])
+    assert dpaudit.AuditResult.from_json(result.to_json()).mu_lower_bound() == bounds[0]
+
+
+def test_a_single_trial_gives_trivial_but_valid_answers():
+    result = dpaudit.audit(Gaussian(1.0), trials=1, seed=0)
+    assert result.mu_lower_bound() == 0.0 and result.epsilon_lower_bound(0.0) == 0.0
+    out = result.delta_estimate(0.5)
+    assert out["lower"] == 0.0 and out["upper"] == 1.0

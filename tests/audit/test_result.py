@@ -1,0 +1,184 @@
+"""AuditResult: witnesses, strategies, violations, theory comparison, estimates, JSON round trip."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import dpaudit
+from dpaudit.audit.confidence import clopper_pearson_upper
+from dpaudit.audit.lower_bounds import epsilon_from_errors, mu_from_errors
+from dpaudit.audit.result import AuditResult
+from dpaudit.audit.strategies import CANDIDATES_PER_SIDE
+from dpaudit.bounds.gdp import gdp
+from dpaudit.mechanisms import Gaussian, Laplace, RandomizedResponse
+
+
+@pytest.fixture(scope="module")
+def gaussian_result():
+    return dpaudit.audit(Gaussian(1.0), trials=200_000, seed=0)
+
+
+def test_witness_numbers_are_consistent(gaussian_result):
+    r = gaussian_result
+    w = r.epsilon_witness(1e-5)
+    j = int(np.flatnonzero(r.edges == w["threshold"])[0])
+    n = r.trials
+    assert w["alpha"] == r.tradeoff.fp[j] / n and w["beta"] == r.tradeoff.fn[j] / n
+    assert w["alpha_upper"] == pytest.approx(
+        float(clopper_pearson_upper(r.tradeoff.fp[j], n, 0.025))
+    )
+    assert w["epsilon"] == pytest.approx(
+        float(epsilon_from_errors(w["alpha_upper"], w["beta_upper"], 1e-5))
+    )
+    assert w["order"] in ("d_d_prime", "d_prime_d")
+    assert r.epsilon_lower_bound(1e-5) == w["epsilon"]
+    m = r.mu_witness()
+    assert m["mu"] == pytest.approx(float(mu_from_errors(m["alpha_upper"], m["beta_upper"])))
+    assert m["strategy"] == "holdout" and m["gamma_per_bound"] == pytest.approx(0.025)
+
+
+def test_gaussian_bounds_are_below_the_truth_and_close(gaussian_result):
+    # Truth: mu = 1, eps(1e-5) = 4.3772 (tests/reference item 1). At 2e5 trials the bounds are
+    # within a few percent of mu; a failure of "below the truth" has probability <= 5%.
+    r = gaussian_result
+    assert 0.97 < r.mu_lower_bound() <= 1.0
+    assert 2.5 < r.epsilon_lower_bound(1e-5) <= 4.3772
+    assert r.epsilon_lower_bound(0.0) >= r.epsilon_lower_bound(1e-3)
+
+
+def test_gdp_estimate_is_labelled_and_close_to_mu(gaussian_result):
+    est = gaussian_result.gdp_estimate()
+    assert est["label"] == "estimate"
+    # Standard error about 0.004 at 2e5 trials; 0.02 is five of them.
+    assert est["mu"] == pytest.approx(1.0, abs=0.02)
+
+
+def test_delta_estimate_covers_the_exact_gaussian_delta(gaussian_result):
+    # Exact delta(eps) of N(0,1) vs N(1,1) from the reference values (item 1, sigma = 1).
+    from tests.reference import rows
+
+    refs = [r for r in rows(item="1", setting="sigma=1.0", quantity="delta") if r["query"] <= 3.0]
+    assert len(refs) >= 3
+    eps = np.array([r["query"] for r in refs])
+    out = gaussian_result.delta_estimate(eps)
+    truth = np.array([r["value"] for r in refs])
+    # Each interval holds with probability >= 95%; over these few eps values a miss would be a
+    # genuine error far more often than chance (the intervals are conservative).
+    assert np.all(out["lower"] <= truth) and np.all(truth <= out["upper"])
+    assert np.all(np.abs(out["delta"] - truth) < 0.01)
+
+
+def test_violation_of_a_false_claim_and_none_for_the_true_one(gaussian_result):
+    w = gaussian_result.violates(gdp(0.5))
+    assert w is not None
+    assert w["order"] in ("d_d_prime", "d_prime_d")
+    if w["order"] == "d_d_prime":
+        assert w["beta_upper"] < w["claimed_beta"]
+    else:
+        assert w["alpha_upper"] < w["claimed_beta"]
+    # The true curve G_1 is never refuted except with probability <= 5%.
+    assert gaussian_result.violates(gdp(1.0)) is None
+    with pytest.raises(ValueError, match="claim"):
+        gaussian_result.violates(lambda a: 1 - a)
+
+
+def test_theory_comparison_and_tightness(gaussian_result):
+    frame = gaussian_result.theory_comparison(["exact"], deltas=(0.0, 1e-5))
+    assert frame["method"].tolist() == ["exact"] * 3
+    eps_row = frame[(frame.quantity == "epsilon") & (frame["query"] == "delta=1e-05")].iloc[0]
+    assert eps_row["theory"] == pytest.approx(4.37717809568122, rel=1e-6)
+    zero = frame[frame["query"] == "delta=0"].iloc[0]
+    assert np.isinf(zero["theory"]) and zero["tightness"] == 0.0
+    mu_row = frame[frame.quantity == "mu"].iloc[0]
+    assert mu_row["theory"] == pytest.approx(1.0, rel=1e-6)
+    tight = gaussian_result.tightness()
+    assert set(tight) == {"epsilon@delta=1e-05", "mu"}
+    assert 0.97 < tight["mu"] <= 1.0
+
+
+def test_summary_frame(gaussian_result):
+    frame = gaussian_result.to_frame()
+    assert frame["quantity"].tolist() == ["epsilon", "epsilon", "mu", "mu"]
+    assert frame["kind"].tolist() == ["lower bound"] * 3 + ["estimate"]
+    assert set(frame["strategy"]) == {"holdout"}
+
+
+def test_json_round_trip_keeps_every_number(gaussian_result, tmp_path):
+    r = gaussian_result
+    text = r.to_json()
+    json.loads(text, parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"))
+    again = AuditResult.from_json(text)
+    np.testing.assert_array_equal(again.counts, r.counts)
+    np.testing.assert_array_equal(again.edges, r.edges)
+    assert again.epsilon_lower_bound(1e-5) == r.epsilon_lower_bound(1e-5)
+    assert again.mu_lower_bound() == r.mu_lower_bound()
+    assert again.delta_estimate(1.0) == r.delta_estimate(1.0)
+    assert again.to_dict() == r.to_dict()
+    assert again.mechanism is None and again.attack is None
+    assert again.pair.relation == "add_remove"
+    assert again.metadata["mechanism"]["params"] == {"sigma": 1.0, "sensitivity": 1.0}
+    assert again.metadata["versions"]["numpy"] == np.__version__
+    path = tmp_path / "result.json"
+    r.to_json(str(path))
+    assert AuditResult.from_json(str(path)).seed == 0
+    with pytest.raises(ValueError, match="mechanism object"):
+        again.theory_comparison()
+    with pytest.raises(ValueError, match="record"):
+        AuditResult.from_dict({"format": "other"})
+
+
+def test_bonferroni_and_fixed_strategies():
+    mech = RandomizedResponse(1.0)  # exact eps = 1; integer outputs
+    bonf = dpaudit.audit(mech, trials=100_000, seed=1, strategy="bonferroni")
+    w = bonf.epsilon_witness(0.0)
+    assert w["strategy"] == "bonferroni"
+    assert w["candidates"] == bonf.candidates.size <= 2 * CANDIDATES_PER_SIDE
+    assert w["gamma_per_bound"] == pytest.approx(0.05 / (2 * w["candidates"]))
+    assert 0.9 < w["epsilon"] <= 1.0
+    fixed = dpaudit.audit(mech, trials=100_000, seed=1, strategy="fixed", threshold=0.0)
+    w = fixed.epsilon_witness(0.0)
+    assert w["threshold"] == 0.0 and w["candidates"] == 1
+    assert 0.9 < w["epsilon"] <= 1.0
+    again = AuditResult.from_json(fixed.to_json())
+    assert again.epsilon_lower_bound(0.0) == fixed.epsilon_lower_bound(0.0)
+    # Continuous scores: Bonferroni over the candidates of a Laplace audit.
+    laplace = dpaudit.audit(Laplace(1.0), trials=100_000, seed=1, strategy="bonferroni")
+    assert laplace.epsilon_lower_bound(0.0) > 0.9
+
+
+def test_bad_queries_raise(gaussian_result):
+    with pytest.raises(ValueError, match="delta"):
+        gaussian_result.epsilon_lower_bound(1.0)
+    with pytest.raises(ValueError, match="eps"):
+        gaussian_result.delta_estimate(-0.5)
+
+
+@pytest.mark.parametrize("mechanism", [Gaussian(1.0), Laplace(1.0)])
+def test_both_orders_of_the_pair(mechanism):
+    # Swapping D and D_prime swaps the roles of the two errors; both orders certify nearly the
+    # true privacy (mu = 1, eps = 1 for Laplace, whose mu at the witness is about 1.03), and the
+    # delta intervals of matching orders overlap. Only lower sides are asserted: on the swapped
+    # Laplace pair the audit also finds the floating-point leak of the implementation (outputs
+    # 1 + z and z differ in their last bits), which legitimately pushes eps far above 1.
+    pair = mechanism.worst_case_pair()
+    forward = dpaudit.audit(mechanism, pair, trials=200_000, seed=4)
+    backward = dpaudit.audit(mechanism, pair.swapped(), trials=200_000, seed=5)
+    for result in (forward, backward):
+        assert result.mu_lower_bound() > 0.95
+        assert result.epsilon_lower_bound(1e-5) > (0.95 if isinstance(mechanism, Laplace) else 2.5)
+    f, b = forward.delta_estimate(0.5), backward.delta_estimate(0.5)
+    assert f["lower_d_d_prime"] <= b["upper_d_prime_d"]
+    assert b["lower_d_prime_d"] <= f["upper_d_d_prime"]
+
+
+def test_numpy_parameters_are_written_as_plain_json():
+    class NumpyParams(Gaussian):
+        def params(self):
+            return {"sigma": np.float64(self.sigma), "copies": np.int64(2), "w": np.ones(2)}
+
+    result = dpaudit.audit(NumpyParams(1.0), trials=1000, seed=0)
+    again = AuditResult.from_json(result.to_json())
+    assert again.metadata["mechanism"]["params"] == {"sigma": 1.0, "copies": 2, "w": [1.0, 1.0]}

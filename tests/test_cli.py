@@ -1,0 +1,286 @@
+"""The ``dpaudit`` command: run, report, suite, list, bounds; exit codes and atomic output."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dpaudit import reports, specs
+from dpaudit.cli import EXIT_OK, EXIT_USER_ERROR, EXIT_VIOLATION, main
+from dpaudit.reports.text import format_probability
+from tests.reference import rows
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+OVERCLAIMED = EXAMPLES / "laplace-overclaimed.toml"
+
+
+@pytest.fixture
+def no_figures(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Leave the figures out of reports (they are tested in test_reports.py): faster runs."""
+    monkeypatch.setattr(reports.writer, "audit_figures", lambda record: {})
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def leftovers(parent: Path) -> list[str]:
+    return sorted(p.name for p in parent.iterdir() if p.name.startswith("."))
+
+
+def test_list(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(capsys, "list")
+    assert code == EXIT_OK
+    for kind in [*specs.MECHANISM_KINDS, *specs.ATTACK_KINDS, *specs.CLAIM_KINDS]:
+        assert f"  {kind} " in out
+    for method in ("exact", "pld", "rdp", "gdp_clt"):
+        assert f"  {method} " in out
+
+
+def test_bounds_gaussian_against_reference(capsys: pytest.CaptureFixture[str]) -> None:
+    eps_ref = {r["query"]: r["value"] for r in rows(item="1", setting="sigma=1.0", quantity="eps")}
+    delta_ref = {
+        r["query"]: r["value"] for r in rows(item="1", setting="sigma=1.0", quantity="delta")
+    }
+    code, out, _ = run_cli(
+        capsys,
+        *("bounds", "gaussian", "--param", "sigma=1", "--delta", "1e-5", "--eps", "1"),
+        *("--format", "json"),
+    )
+    assert code == EXIT_OK
+    document = json.loads(out)
+    assert document["mechanism"].startswith("Gaussian(sigma=1.0")
+    first = document["rows"][0]
+    assert first["eps at delta=1e-05"] == pytest.approx(eps_ref[1e-5], rel=1e-6)
+    assert first["delta at eps=1"] == pytest.approx(delta_ref[1.0], rel=1e-6)
+
+    code, out, _ = run_cli(capsys, "bounds", "gaussian", "--param", "sigma=1")
+    assert code == EXIT_OK
+    assert f"{eps_ref[1e-5]:.4g}" in out  # default deltas include 1e-5
+    assert "eps at delta=1e-05" in out and "delta at eps=0.5" in out
+
+
+def test_bounds_nested_mechanism(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(
+        capsys,
+        *("bounds", "poisson_subsampled", "--param", 'base={kind="gaussian", sigma=1}'),
+        *("--param", "rate=0.1", "--format", "csv"),
+    )
+    assert code == EXIT_OK, err
+    assert out.splitlines()[0].startswith("method,kind,eps at delta=1e-05")
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (("bounds", "gaussion", "--param", "sigma=1"), "gaussion"),
+        (("bounds", "gaussian", "--param", "sigma"), "key=value"),
+        (("bounds", "gaussian", "--param", "sigma=-1"), "sigma must be in (0, inf)"),
+        (("bounds", "gaussian", "--param", "sigma=1", "--delta", "2"), "delta"),
+        (("bounds", "gaussian", "--param", "sigma=1", "--param", "kind=laplace"), "kind"),
+        (("run",), "required"),
+        ((), "required"),
+        (("frobnicate",), "frobnicate"),
+        (("run", "x.toml", "-o", "out", "--trials", "many"), "--trials"),
+        (("report", "nowhere/results.json", "-o", "out"), "not found"),
+        (("suite",), "-o DIR"),
+    ],
+)
+def test_user_errors_exit_1_with_one_line(
+    capsys: pytest.CaptureFixture[str], args: tuple[str, ...], needle: str
+) -> None:
+    code, out, err = run_cli(capsys, *args)
+    assert code == EXIT_USER_ERROR
+    assert err.count("\n") == 1 and err.startswith("dpaudit: error: ")
+    assert needle in err
+    assert "Traceback" not in err
+
+
+def test_overclaimed_spec_exits_3_and_names_the_witness(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out_dir = tmp_path / "laplace"
+    code, out, _ = run_cli(capsys, "run", OVERCLAIMED, "-o", out_dir)
+    assert code == EXIT_VIOLATION
+    document = json.loads((out_dir / "results.json").read_text())
+    (audit,) = document["audits"]
+    assert audit["name"] == "laplace-overclaimed"
+    assert audit["verdict"] == "violated"
+    witness = audit["witness"]
+    alpha, beta = witness["alpha_upper"], witness["beta_upper"]
+    if witness["order"] == "d_prime_d":
+        alpha, beta = beta, alpha
+    # Laplace with scale 0.5 is exactly (2, 0)-DP (eps0 = 1/b). The witness's upper confidence
+    # bounds beat the claimed (1, 0)-DP curve max(0, 1 - e alpha, (1 - alpha) / e); they lie above
+    # the true curve with probability >= 95% (at this fixed seed they do).
+    e = 2.718281828459045
+    assert beta < max(0.0, 1 - e * alpha, (1 - alpha) / e)
+    assert beta >= max(0.0, 1 - e**2 * alpha, (1 - alpha) / e**2)
+    assert audit["trials"] == 100_000 and audit["seed"] == 1
+    assert set(audit["epsilon_lower_bounds"]) == {"0.0", "1e-05"}
+    page = (out_dir / "index.html").read_text()
+    assert "Violated: the claim (1, 0)-DP is refuted" in page
+    assert format_probability(alpha) in page and format_probability(beta) in page
+    assert "Violated" in out and "index.html" in out
+
+
+def test_no_fail_on_violation(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], no_figures: None
+) -> None:
+    code, _, _ = run_cli(
+        capsys, "run", OVERCLAIMED, "-o", tmp_path / "r", "--no-fail-on-violation", "--quiet"
+    )
+    assert code == EXIT_OK
+    assert json.loads((tmp_path / "r" / "results.json").read_text())["audits"][0]["verdict"] == (
+        "violated"
+    )
+
+
+def test_correct_claims_exit_0(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], no_figures: None
+) -> None:
+    # Both claims in gaussian.toml are true; each audit refutes a true claim with probability at
+    # most 1 - confidence (5% and 1%), and the fixed seeds make the outcome reproducible.
+    code, out, _ = run_cli(capsys, "run", EXAMPLES / "gaussian.toml", "-o", tmp_path / "g")
+    assert code == EXIT_OK
+    document = json.loads((tmp_path / "g" / "results.json").read_text())
+    assert [a["verdict"] for a in document["audits"]] == ["consistent", "consistent"]
+    assert out.count("Consistent") == 2
+
+
+def test_overrides_reach_the_results(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], no_figures: None
+) -> None:
+    code, _, err = run_cli(
+        capsys,
+        *("run", OVERCLAIMED, "-o", tmp_path / "r", "--trials", "3000", "--seed", "7"),
+        *("--n-jobs", "2", "--quiet"),
+    )
+    assert code == EXIT_VIOLATION  # 3000 trials still refute a claim that is off by eps = 1
+    assert err == ""
+    (audit,) = json.loads((tmp_path / "r" / "results.json").read_text())["audits"]
+    assert (audit["trials"], audit["seed"]) == (3000, 7)
+    assert (audit["spec"]["trials"], audit["spec"]["seed"], audit["spec"]["n_jobs"]) == (3000, 7, 2)
+
+
+MALFORMED = {
+    "bad-toml": ("[[audit]\nname = 'x'\n", "invalid TOML"),
+    "unknown-mechanism": (
+        '[[audit]]\nname = "x"\nmechanism = { kind = "gausian", sigma = 1 }\ntrials = 10\n',
+        "unknown kind 'gausian'",
+    ),
+    "negative-sigma": (
+        '[[audit]]\nname = "x"\nmechanism = { kind = "gaussian", sigma = -1 }\ntrials = 10\n',
+        "sigma must be in (0, inf), got -1.0",
+    ),
+    "zero-trials": (
+        '[[audit]]\nname = "x"\nmechanism = { kind = "gaussian", sigma = 1 }\ntrials = 0\n',
+        "trials must be an integer in [1, inf), got 0",
+    ),
+    "second-audit-bad": (
+        '[[audit]]\nname = "x"\nmechanism = { kind = "gaussian", sigma = 1 }\ntrials = 10\n'
+        '[[audit]]\nname = "y"\nmechanism = { kind = "laplace", scale = "big" }\ntrials = 10\n',
+        "audit 2 (y): mechanism.scale: expected a number",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED))
+def test_malformed_specs_exit_1_and_write_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str
+) -> None:
+    text, needle = MALFORMED[case]
+    spec = tmp_path / f"{case}.toml"
+    spec.write_text(text)
+    out_dir = tmp_path / "out"
+    code, _, err = run_cli(capsys, "run", spec, "-o", out_dir)
+    assert code == EXIT_USER_ERROR
+    assert err.count("\n") == 1
+    assert str(spec) in err and needle in err
+    assert not out_dir.exists()
+    assert leftovers(tmp_path) == []
+
+
+def test_foreign_output_directory_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out_dir = tmp_path / "home"
+    out_dir.mkdir()
+    (out_dir / "thesis.tex").write_text("precious")
+    code, _, err = run_cli(capsys, "run", OVERCLAIMED, "-o", out_dir)
+    assert code == EXIT_USER_ERROR and "not a dpaudit report" in err
+    assert [p.name for p in out_dir.iterdir()] == ["thesis.tex"]
+
+
+def test_report_reproduces_the_same_numbers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], no_figures: None
+) -> None:
+    first, second = tmp_path / "first", tmp_path / "second"
+    run_cli(capsys, "run", OVERCLAIMED, "-o", first, "--trials", "20000", "--quiet")
+    code, out, _ = run_cli(capsys, "report", first / "results.json", "-o", second)
+    assert code == EXIT_OK and "index.html" in out
+    for name in ("results.json", "index.html", "README.md"):
+        assert (first / name).read_text() == (second / name).read_text(), name
+    # A report directory is accepted in place of its results.json, and may be redrawn in place.
+    assert run_cli(capsys, "report", first, "-o", first)[0] == EXIT_OK
+    assert (first / "index.html").read_text() == (second / "index.html").read_text()
+
+
+def test_suite_spec_is_printable(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(capsys, "suite", "--print-spec")
+    assert code == EXIT_OK
+    assert [a.name for a in specs.loads(out)] == [a.name for a in specs.suite()]
+
+
+def test_suite_small(tmp_path: Path, capsys: pytest.CaptureFixture[str], no_figures: None) -> None:
+    out_dir = tmp_path / "suite"
+    code, _, _ = run_cli(
+        capsys, "suite", "-o", out_dir, "--trials", "4000", "--quiet", "--fail-on-violation"
+    )
+    document = json.loads((out_dir / "results.json").read_text())
+    verdicts = {a["name"]: a["verdict"] for a in document["audits"]}
+    assert set(verdicts) == {a.name for a in specs.suite()}
+    assert verdicts["laplace-overclaimed"] == "violated"
+    # Every audit met its expectation, so --fail-on-violation still exits 0.
+    assert code == EXIT_OK, verdicts
+    page = (out_dir / "index.html").read_text()
+    for name in verdicts:
+        assert f'href="#audit-{name}"' in page
+
+
+@pytest.mark.slow
+def test_suite_with_default_trials(tmp_path: Path) -> None:
+    # The reference battery as shipped; each consistent audit refutes its (true) claim with
+    # probability at most 1 - confidence = 5%, and the fixed seeds make the outcome reproducible.
+    out_dir = tmp_path / "suite"
+    done = subprocess.run(
+        [sys.executable, "-m", "dpaudit.cli", "suite", "-o", str(out_dir), "--fail-on-violation"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == EXIT_OK, done.stderr
+    document = json.loads((out_dir / "results.json").read_text())
+    for audit in document["audits"]:
+        assert audit["verdict"] == audit["expect"], audit["name"]
+
+
+def test_command_line_process(tmp_path: Path) -> None:
+    """As a process: a one-line error on stderr, no traceback, exit code 1, nothing written."""
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[[audit]]\nname = "x"\nmechanism = { kind = "gaussian", sigma = -1 }\n')
+    done = subprocess.run(
+        [sys.executable, "-m", "dpaudit.cli", "run", str(bad), "-o", str(tmp_path / "o")],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == EXIT_USER_ERROR
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert done.stdout == ""
+    assert [p.name for p in tmp_path.iterdir()] == ["bad.toml"]

@@ -1,0 +1,436 @@
+"""Reports: the record of an audit, its figures, tables, HTML/Markdown/JSON files."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from matplotlib.figure import Figure
+from scipy import stats
+
+import dpaudit
+from dpaudit import mechanisms, reports
+from dpaudit.attacks import LikelihoodRatio
+from dpaudit.audit.engine import audit
+from dpaudit.audit.result import AuditResult
+from dpaudit.bounds.gdp import gdp
+from dpaudit.reports.records import RESULT_KEYS, delta_key
+from dpaudit.reports.text import format_number, format_probability
+from dpaudit.reports.writer import atomic_directory
+from tests.reference import rows
+
+TRIALS = 20_000
+DELTAS = (1e-5, 1e-3)
+
+
+@pytest.fixture(scope="module")
+def gaussian_run() -> tuple[mechanisms.Gaussian, AuditResult]:
+    mech = mechanisms.Gaussian(1.0)
+    pair = mech.worst_case_pair()
+    return mech, audit(mech, pair, LikelihoodRatio(mech, pair), trials=TRIALS, seed=3)
+
+
+@pytest.fixture(scope="module")
+def consistent(gaussian_run) -> dict:
+    mech, result = gaussian_run
+    return reports.build_record(
+        result,
+        name="gaussian",
+        mechanism=mech,
+        claim=gdp(1.0),
+        claim_table={"kind": "gdp", "mu": 1.0},
+        deltas=DELTAS,
+    )
+
+
+@pytest.fixture(scope="module")
+def violated(gaussian_run) -> dict:
+    # sigma = 1 is exactly 1-GDP; claiming 0.5-GDP is wrong by a wide margin.
+    mech, result = gaussian_run
+    return reports.build_record(
+        result,
+        name="gaussian <b>overclaimed</b> & co",
+        mechanism=mech,
+        claim=gdp(0.5),
+        claim_table={"kind": "gdp", "mu": 0.5},
+        deltas=DELTAS,
+        description='a "quoted" <script>alert(1)</script> description',
+    )
+
+
+def test_record_has_the_contract_keys_and_is_strict_json(gaussian_run, consistent: dict) -> None:
+    for key in RESULT_KEYS:
+        assert key in consistent
+    text = json.dumps(consistent, allow_nan=False)
+    assert json.loads(text) == consistent
+    assert consistent["name"] == "gaussian"
+    assert consistent["trials"] == TRIALS and consistent["seed"] == 3
+    assert consistent["confidence"] == 0.95
+    assert consistent["elapsed_seconds"] == gaussian_run[1].elapsed_seconds
+    assert set(consistent["epsilon_lower_bounds"]) == {"1e-05", "0.001"}
+
+
+def test_record_engine_numbers_are_the_engines(gaussian_run, consistent: dict) -> None:
+    _, result = gaussian_run
+    for delta in DELTAS:
+        assert consistent["epsilon_lower_bounds"][delta_key(delta)] == result.epsilon_lower_bound(
+            delta
+        )
+    assert consistent["mu_lower_bound"] == result.mu_lower_bound()
+    # The stored engine state reproduces the same numbers without running.
+    again = AuditResult.from_dict(consistent)
+    for delta in DELTAS:
+        assert again.epsilon_lower_bound(delta) == pytest.approx(result.epsilon_lower_bound(delta))
+
+
+def test_record_theory_matches_the_reference_values(consistent: dict) -> None:
+    exact = {r["query"]: r["value"] for r in rows(item="1", setting="sigma=1.0", quantity="eps")}
+    theory = consistent["theory"]
+    assert set(theory) == set(mechanisms.Gaussian(1.0).theory_methods)
+    first = next(iter(theory))
+    for delta in DELTAS:
+        key = delta_key(delta)
+        assert theory[first]["epsilon"][key] == pytest.approx(exact[delta], rel=1e-6)
+        lower = consistent["epsilon_lower_bounds"][key]
+        assert theory[first]["tightness"][key] == pytest.approx(lower / exact[delta], rel=1e-6)
+    # Stored curves: the exact trade-off curve is G_1 (DRS Def. 4).
+    curve = theory[first]["tradeoff"]
+    alpha = np.asarray(curve["alpha"])
+    inner = (alpha > 1e-9) & (alpha < 1 - 1e-9)
+    expected = stats.norm.cdf(stats.norm.ppf(1 - alpha[inner]) - 1.0)
+    np.testing.assert_allclose(np.asarray(curve["beta"])[inner], expected, atol=1e-9)
+    # delta(eps) of the exact profile against the closed form of DRS Cor. 1 with mu = 1.
+    eps = np.asarray(theory[first]["delta_curve"]["eps"])
+    closed = stats.norm.cdf(-eps + 0.5) - np.exp(eps) * stats.norm.cdf(-eps - 0.5)
+    np.testing.assert_allclose(theory[first]["delta_curve"]["delta"], closed, atol=1e-9)
+
+
+def test_record_lower_bounds_stay_below_theory(consistent: dict) -> None:
+    # Holds with probability >= 95% per bound; at seed 3 it is a fixed fact of this run.
+    first = next(iter(consistent["theory"].values()))
+    for key, lower in consistent["epsilon_lower_bounds"].items():
+        assert 0.0 < lower <= first["epsilon"][key]
+    assert 0.0 < consistent["mu_lower_bound"] <= 1.0
+
+
+def test_consistent_claim(consistent: dict) -> None:
+    assert consistent["verdict"] == "consistent"
+    assert consistent["witness"] is None
+    sentence = reports.verdict_sentence(consistent)
+    assert sentence.startswith("Consistent")
+    assert "1-GDP" in sentence
+
+
+def test_violated_claim_and_its_witness(violated: dict) -> None:
+    assert violated["verdict"] == "violated"
+    witness = violated["witness"]
+    alpha, beta = witness["alpha_upper"], witness["beta_upper"]
+    if witness["order"] == "d_prime_d":  # the test refutes the claim with D and D' swapped
+        alpha, beta = beta, alpha
+    # The witnessing test's upper bounds beat the claimed curve G_0.5 (DRS Def. 4).
+    assert beta < stats.norm.cdf(stats.norm.ppf(1 - alpha) - 0.5)
+    sentence = reports.verdict_sentence(violated)
+    assert sentence.startswith("Violated: the claim 0.5-GDP is refuted at 95% confidence")
+    assert format_probability(alpha) in sentence and format_probability(beta) in sentence
+    assert format_probability(witness["claimed_beta"]) in sentence
+
+
+def test_infinite_theory_values_are_written_as_strings(gaussian_run) -> None:
+    mech, result = gaussian_run
+    record = reports.build_record(result, mechanism=mech, deltas=(0.0,))
+    first = next(iter(record["theory"].values()))
+    assert first["epsilon"]["0.0"] == "inf"  # the Gaussian mechanism has no finite eps at delta 0
+    assert first["tightness"]["0.0"] == 0.0
+    json.dumps(record, allow_nan=False)
+    table = reports.bounds_table(record)
+    assert table[reports.tables.method_title(next(iter(record["theory"])))][0] == math.inf
+
+
+def test_without_claim_or_theory(gaussian_run) -> None:
+    # A result read back from JSON has no mechanism object: no theory, no claim, still a report.
+    _, result = gaussian_run
+    loaded = AuditResult.from_json(result.to_json())
+    record = reports.build_record(loaded, deltas=DELTAS)
+    assert record["theory"] == {} and record["claim"] is None
+    assert record["verdict"] == "consistent" and record["witness"] is None
+    assert record["epsilon_lower_bounds"]["1e-05"] == result.epsilon_lower_bound(1e-5)
+    assert reports.verdict_sentence(record).startswith("Consistent: there is no claim to test")
+    assert set(reports.audit_figures(record)) == {"tradeoff", "profile", "histogram"}
+    assert list(reports.bounds_table(record).columns) == ["quantity", "lower bound"]
+
+
+class _GaussianWithBrokenTheory(mechanisms.Gaussian):
+    """A Gaussian whose extra theory method cannot answer."""
+
+    def _theories(self):
+        def broken():
+            raise ValueError("this method needs more memory than there is")
+
+        return {**super()._theories(), "kov": broken}
+
+
+def test_a_failing_theory_method_is_reported_not_fatal() -> None:
+    mech = _GaussianWithBrokenTheory(1.0)
+    result = audit(mech, trials=2_000, seed=1)
+    record = reports.build_record(result, claim=gdp(1.0), deltas=(1e-5,))
+    assert "needs more memory" in record["theory"]["kov"]["error"]
+    assert "epsilon" not in record["theory"]["kov"]
+    assert record["theory"]["exact"]["epsilon"]["1e-05"] == pytest.approx(4.377178, rel=1e-6)
+    rows = dict(reports.parameters_table(record))
+    assert "needs more memory" in rows["theory KOV: not available"]
+    assert set(reports.audit_figures(record)) == {"tradeoff", "profile", "histogram"}
+    assert reports.bounds_table(record)["KOV"].isna().all()
+
+
+def test_plots_draw_on_the_axes_given(consistent: dict, violated: dict) -> None:
+    fig = Figure()
+    left, middle, right, extra = fig.subplots(1, 4)
+    assert reports.plot_tradeoff(violated, left) is left
+    labels = [line.get_label() for line in left.get_lines()]
+    n_theory = len(violated["theory"])
+    assert sum(label.startswith("theory:") for label in labels) == n_theory
+    assert any(label.startswith("claim:") for label in labels)
+    assert any(label.startswith("measured") for label in labels)
+    assert any(label.startswith("witness: test refuting the claim") for label in labels)
+    assert any(label.startswith("test behind the ε bound") for label in labels)
+    assert left.get_xlim() == (0.0, 1.0)
+
+    assert reports.plot_tradeoff(consistent, middle, scale="log") is middle
+    assert middle.get_xscale() == "log" and middle.get_yscale() == "log"
+    assert reports.plot_privacy_profile(consistent, right) is right
+    assert right.get_yscale() == "log"
+    assert any("measured lower bound" in line.get_label() for line in right.get_lines())
+    assert reports.plot_histogram(consistent, extra) is extra
+    assert len(extra.patches) >= 2
+    with pytest.raises(ValueError, match="scale"):
+        reports.plot_tradeoff(consistent, scale="semilog")
+
+
+def test_plots_leave_pyplot_alone(consistent: dict) -> None:
+    import matplotlib.pyplot as plt
+
+    before = plt.get_fignums()
+    figures = reports.audit_figures(consistent)
+    assert set(figures) == {"tradeoff", "profile", "histogram"}
+    assert plt.get_fignums() == before
+    png = reports.figure_png(figures["tradeoff"])
+    assert png.startswith(b"\x89PNG")
+
+
+def test_plots_accept_an_audit_result(gaussian_run) -> None:
+    _, result = gaussian_run
+    ax = reports.plot_tradeoff(result)
+    assert any(line.get_label().startswith("measured") for line in ax.get_lines())
+
+
+def test_tables(consistent: dict) -> None:
+    table = reports.bounds_table(consistent)
+    assert list(table["quantity"]) == ["ε at δ = 1e-05", "ε at δ = 0.001", "μ (GDP)"]
+    assert list(table["lower bound"]) == [
+        *(consistent["epsilon_lower_bounds"][delta_key(d)] for d in DELTAS),
+        consistent["mu_lower_bound"],
+    ]
+    # The claim is 1-GDP: its mu is 1 and the mu tightness is the lower bound itself.
+    assert table["claim"].iloc[-1] == 1.0
+    assert table["tightness claim"].iloc[-1] == pytest.approx(consistent["mu_lower_bound"])
+    index = reports.index_table([consistent, consistent])
+    assert list(index["verdict"]) == ["consistent", "consistent"]
+    params = dict(reports.parameters_table(consistent))
+    assert params["trials per dataset"] == f"{TRIALS:,}"
+    assert params["version: dpaudit"] == dpaudit.__version__
+
+
+def test_theory_table_against_reference_values() -> None:
+    exact = {r["query"]: r["value"] for r in rows(item="1", setting="sigma=1.0", quantity="eps")}
+    delta_at = {
+        r["query"]: r["value"] for r in rows(item="1", setting="sigma=1.0", quantity="delta")
+    }
+    mech = mechanisms.Gaussian(1.0)
+    table = reports.theory_table(mech, deltas=[1e-5, 1e-3], eps=[1.0, 2.0])
+    assert list(table["method"]) == list(mech.theory_methods)
+    first = table.iloc[0]
+    assert first["eps at delta=1e-05"] == pytest.approx(exact[1e-5], rel=1e-6)
+    assert first["eps at delta=0.001"] == pytest.approx(exact[1e-3], rel=1e-6)
+    assert first["delta at eps=1"] == pytest.approx(delta_at[1.0], rel=1e-6)
+    assert first["delta at eps=2"] == pytest.approx(delta_at[2.0], rel=1e-6)
+    with pytest.raises(ValueError, match="delta"):
+        reports.theory_table(mech, deltas=[1.5])
+
+
+def _report_files(path: Path) -> set[str]:
+    return {str(p.relative_to(path)) for p in path.rglob("*") if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory, consistent, violated) -> Path:
+    parent = tmp_path_factory.mktemp("written")
+    out = reports.write([consistent, violated], parent / "r")
+    assert out == parent / "r"
+    return out
+
+
+def test_write_produces_a_self_contained_report(written: Path, consistent, violated) -> None:
+    out = written
+    files = _report_files(out)
+    assert {"index.html", "README.md", "results.json"} <= files
+    assert sum(f.startswith("figures/") and f.endswith(".png") for f in files) == 6
+    assert [p.name for p in out.parent.iterdir()] == ["r"]  # no temporary leftovers
+
+    page = (out / "index.html").read_text()
+    assert page.count('src="data:image/png;base64,') == 6
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", page)  # nothing from the network
+    assert "<script" not in page  # the description's script tag is escaped, not run
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "gaussian &lt;b&gt;overclaimed&lt;/b&gt; &amp; co" in page
+    assert "violated" in page and "consistent" in page
+
+    markdown = (out / "README.md").read_text()
+    for target in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", markdown):
+        assert (out / target).is_file()
+    assert "\\<script\\>" in markdown
+
+    document = json.loads((out / "results.json").read_text())
+    assert document["dpaudit_version"] == dpaudit.__version__
+    assert [a["name"] for a in document["audits"]] == [consistent["name"], violated["name"]]
+    assert document["audits"][1]["witness"] == violated["witness"]
+
+
+def test_write_accepts_a_result(tmp_path: Path, gaussian_run) -> None:
+    _, result = gaussian_run
+    out = reports.write(result, tmp_path / "single")
+    document = reports.load_results(out)
+    assert len(document["audits"]) == 1
+    assert document["audits"][0]["mu_lower_bound"] == result.mu_lower_bound()
+
+
+def test_report_redrawn_from_results_is_identical(tmp_path: Path, written: Path) -> None:
+    first = written
+    second = reports.write(reports.load_results(first / "results.json"), tmp_path / "b")
+    for name in ("results.json", "index.html", "README.md"):
+        assert (first / name).read_text() == (second / name).read_text(), name
+
+
+def test_write_is_atomic(tmp_path: Path, consistent, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    # Figures are not what this test is about: leave them out to keep it fast.
+    monkeypatch.setattr(reports.writer, "audit_figures", lambda record: {})
+    target = tmp_path / "r"
+    with monkeypatch.context() as patch:
+        patch.setattr(reports.writer, "render_markdown", broken)
+        with pytest.raises(RuntimeError):
+            reports.write(consistent, target)
+    assert list(tmp_path.iterdir()) == []
+
+    reports.write(consistent, target)
+    before = (target / "results.json").read_text()
+    with monkeypatch.context() as patch:
+        patch.setattr(reports.writer, "render_markdown", broken)
+        with pytest.raises(RuntimeError):
+            reports.write({**consistent, "seed": 99}, target)
+    assert (target / "results.json").read_text() == before  # the earlier report is untouched
+    assert [p.name for p in tmp_path.iterdir()] == ["r"]
+
+
+def test_write_refuses_a_foreign_directory(
+    tmp_path: Path, consistent, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "mine"
+    target.mkdir()
+    (target / "notes.txt").write_text("keep me")
+    with pytest.raises(ValueError, match="not a dpaudit report"):
+        reports.write(consistent, target)
+    assert _report_files(target) == {"notes.txt"}
+    # A report directory that also holds a file of the user's is not replaced either.
+    monkeypatch.setattr(reports.writer, "audit_figures", lambda record: {})
+    report = reports.write(consistent, tmp_path / "report")
+    (report / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError, match="holds other files"):
+        reports.write(consistent, report)
+    assert (report / "notes.txt").read_text() == "mine"
+
+
+def test_atomic_directory_replaces_an_earlier_report(tmp_path: Path) -> None:
+    target = tmp_path / "out"
+    with atomic_directory(target) as tmp:
+        (tmp / "results.json").write_text("{}")
+    with atomic_directory(target) as tmp:
+        (tmp / "results.json").write_text("[]")
+    assert (target / "results.json").read_text() == "[]"
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "not found"),
+        ("{not json", "not a readable results file"),
+        ('{"audits": 3}', "not a dpaudit results file"),
+        ('{"audits": [{"name": "x"}]}', "lacks verdict"),
+    ],
+)
+def test_load_results_refuses_what_is_not_a_results_file(
+    tmp_path: Path, content: str | None, message: str
+) -> None:
+    path = tmp_path / "results.json"
+    if content is not None:
+        path.write_text(content)
+    with pytest.raises(ValueError, match=message):
+        reports.load_results(path)
+
+
+def test_number_formatting() -> None:
+    assert format_number(None) == "—"
+    assert format_number("inf") == "∞"
+    assert format_number(float("inf")) == "∞"
+    assert format_number(0.123456) == "0.1235"
+    assert format_number(12345.0) == "1.234e+04"
+    assert format_probability(0.9999747859) == "0.9999748"
+    assert format_probability(0.25) == "0.25"
+    assert format_probability(1.0) == "1"
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not installed")
+def test_html_renders_in_chromium(tmp_path: Path, written: Path) -> None:
+    from matplotlib.image import imread
+
+    out = written
+    shot = tmp_path / "shot.png"
+    subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--window-size=1280,4200",
+            f"--screenshot={shot}",
+            (out / "index.html").as_uri(),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=180,
+    )
+    pixels = imread(shot)[..., :3]
+    assert pixels.shape[:2] == (4200, 1280)
+
+    def share(hex_colour: str) -> float:
+        rgb = np.array([int(hex_colour[i : i + 2], 16) / 255 for i in (1, 3, 5)])
+        return float((np.abs(pixels - rgb).max(axis=-1) < 0.06).mean())
+
+    # The figures are drawn: the measured curve's blue and the claim's red are on the page,
+    # and the page is not blank.
+    assert share(reports.figures.MEASURED_COLOR) > 1e-4
+    assert share(reports.figures.CLAIM_STYLE["color"]) > 1e-4
+    assert float((pixels.min(axis=-1) < 0.9).mean()) > 0.05

@@ -1,0 +1,321 @@
+"""Spec files: what they build, their defaults, and how every mistake is refused."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dpaudit import attacks, mechanisms, specs
+from dpaudit.mechanisms.base import METHOD_KINDS, NeighbouringPair
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+BRIEF_SPEC = """
+[[audit]]
+name = "laplace-overclaimed"
+mechanism = { kind = "laplace", scale = 0.5 }
+attack = { kind = "likelihood_ratio" }
+claim = { kind = "approx_dp", eps = 1.0, delta = 0.0 }
+trials = 100_000          # per dataset
+seed = 1
+confidence = 0.95
+deltas = [0.0, 1e-5]
+"""
+
+G1 = '{ kind = "gaussian", sigma = 1 }'
+ALPHA = np.array([0.0, 1e-6, 1e-3, 0.01, 0.1, 0.3, 0.5, 0.8, 1.0])
+
+
+def one(text: str) -> specs.AuditSpec:
+    (spec,) = specs.loads(text, source="t.toml")
+    return spec
+
+
+def minimal(extra: str = "", mechanism: str = '{ kind = "gaussian", sigma = 1.0 }') -> str:
+    return f'[[audit]]\nname = "a"\nmechanism = {mechanism}\ntrials = 10\n{extra}\n'
+
+
+def test_brief_spec_builds_what_it_says() -> None:
+    spec = one(BRIEF_SPEC)
+    assert spec.name == "laplace-overclaimed"
+    assert isinstance(spec.mechanism, mechanisms.Laplace)
+    assert spec.mechanism.scale == 0.5
+    assert spec.mechanism.sensitivity == 1.0
+    assert isinstance(spec.attack, attacks.LikelihoodRatio)
+    assert (spec.trials, spec.seed, spec.confidence) == (100_000, 1, 0.95)
+    assert spec.deltas == (0.0, 1e-5)
+    assert spec.strategy == "holdout" and spec.n_jobs == 1 and spec.expect == "consistent"
+    assert spec.claim_table() == {"kind": "approx_dp", "eps": 1.0, "delta": 0.0}
+    # Default pair: the mechanism's worst case.
+    worst = spec.mechanism.worst_case_pair()
+    np.testing.assert_array_equal(spec.pair.d, worst.d)
+    np.testing.assert_array_equal(spec.pair.d_prime, worst.d_prime)
+    assert spec.pair.relation == worst.relation
+
+
+def test_approx_dp_claim_is_the_wasserman_zhou_curve() -> None:
+    # f_{eps,delta}(a) = max(0, 1 - delta - e^eps a, e^-eps (1 - delta - a))  (DRS Prop. 3)
+    spec = one(minimal('claim = { kind = "approx_dp", eps = 1.0, delta = 0.01 }'))
+    e = np.e
+    expected = np.maximum.reduce([0 * ALPHA, 1 - 0.01 - e * ALPHA, (1 - 0.01 - ALPHA) / e])
+    np.testing.assert_allclose(spec.claim(ALPHA), expected, atol=1e-12)
+
+
+def test_gdp_claim_is_the_gaussian_tradeoff() -> None:
+    # G_mu(a) = Phi(Phi^-1(1 - a) - mu)  (DRS Def. 4)
+    spec = one(minimal('claim = { kind = "gdp", mu = 0.7 }'))
+    a = ALPHA[1:-1]
+    expected = stats.norm.cdf(stats.norm.ppf(1 - a) - 0.7)
+    np.testing.assert_allclose(spec.claim(a), expected, rtol=1e-9, atol=1e-12)
+
+
+def test_default_claim_is_the_mechanisms_tightest_valid_theory() -> None:
+    spec = one(minimal())
+    method = specs.default_claim_method(spec.mechanism)
+    assert method == spec.mechanism.theory_methods[0]
+    assert METHOD_KINDS[method] in ("exact", "bound")
+    np.testing.assert_allclose(spec.claim(ALPHA), spec.mechanism.tradeoff(method)(ALPHA))
+    assert spec.claim_table() == {"kind": "accountant", "method": method}
+
+
+def test_accountant_claim_with_named_method() -> None:
+    mech = mechanisms.Gaussian(1.0)
+    method = mech.theory_methods[-1]
+    spec = one(minimal(f'claim = {{ kind = "accountant", method = "{method}" }}'))
+    np.testing.assert_allclose(spec.claim(ALPHA), mech.tradeoff(method)(ALPHA))
+
+
+def test_nested_mechanisms() -> None:
+    spec = one(
+        minimal(
+            mechanism='{ kind = "poisson_subsampled", rate = 0.25, '
+            'base = { kind = "gaussian", sigma = 2.0, sensitivity = 0.5 } }'
+        )
+    )
+    assert isinstance(spec.mechanism, mechanisms.PoissonSubsampled)
+    assert spec.mechanism.rate == 0.25
+    assert spec.mechanism.params()["base"]["sigma"] == 2.0
+    assert spec.mechanism.params()["base"]["sensitivity"] == 0.5
+
+    times = one(
+        minimal(
+            mechanism='{ kind = "composed", times = 3, base = { kind = "laplace", scale = 1 } }'
+        )
+    )
+    assert isinstance(times.mechanism, mechanisms.Composed)
+    components = one(
+        minimal(
+            mechanism='{ kind = "composed", components = [{ kind = "laplace", scale = 1 }, '
+            '{ kind = "laplace", scale = 1 }, { kind = "laplace", scale = 1 }] }'
+        )
+    )
+    # Three equal Laplace mechanisms: the same composition written two ways.
+    assert times.mechanism.epsilon(1e-5) == pytest.approx(components.mechanism.epsilon(1e-5))
+
+
+def test_explicit_pair_is_used_in_the_written_order() -> None:
+    spec = one(minimal("pair = { d = [0.0, 0.5], d_prime = [0.0] }"))
+    assert isinstance(spec.pair, NeighbouringPair)
+    np.testing.assert_array_equal(spec.pair.d, [0.0, 0.5])
+    np.testing.assert_array_equal(spec.pair.d_prime, [0.0])
+    assert spec.pair.relation == "add_remove"
+
+
+def test_integers_written_as_whole_floats_are_accepted() -> None:
+    spec = one('[[audit]]\nname = "a"\nmechanism = { kind = "gaussian", sigma = 1 }\ntrials = 1e4')
+    assert spec.trials == 10_000 and isinstance(spec.trials, int)
+    assert spec.mechanism.sigma == 1.0
+
+
+def test_several_audits_keep_their_order() -> None:
+    text = minimal() + minimal().replace('name = "a"', 'name = "b"')
+    assert [s.name for s in specs.loads(text)] == ["a", "b"]
+
+
+@pytest.mark.parametrize(
+    ("text", "needles"),
+    [
+        ("[[audit]\nname = 1", ["invalid TOML", "line 1"]),
+        ("title = 'x'", ["title", "unknown top-level key"]),
+        ("[audit]\nname = 'x'", ["[[audit]]"]),
+        ("", ["no [[audit]] table"]),
+        (
+            minimal(mechanism='{ kind = "gausian", sigma = 1 }'),
+            ["mechanism.kind", "gausian", "gaussian"],
+        ),
+        (minimal(mechanism="{ sigma = 1 }"), ["mechanism.kind", "missing"]),
+        (
+            minimal(mechanism='{ kind = "gaussian", sigm = 1 }'),
+            ["mechanism.sigm", "unknown key", "sigma"],
+        ),
+        (minimal(mechanism='{ kind = "gaussian" }'), ["mechanism.sigma", "missing", "number"]),
+        (
+            minimal(mechanism='{ kind = "gaussian", sigma = "1" }'),
+            ["mechanism.sigma", "expected a number", "string"],
+        ),
+        (
+            minimal(mechanism='{ kind = "gaussian", sigma = true }'),
+            ["mechanism.sigma", "expected a number", "boolean"],
+        ),
+        (minimal(mechanism='{ kind = "gaussian", sigma = -1.0 }'), ["sigma", "(0, inf)", "-1.0"]),
+        (minimal(mechanism='{ kind = "laplace", scale = 0 }'), ["scale", "(0, inf)"]),
+        (
+            minimal(mechanism='{ kind = "randomized_response", eps = 1, k = 1.5 }'),
+            ["mechanism.k", "integer"],
+        ),
+        (minimal(mechanism='"gaussian"'), ["mechanism", "expected a table"]),
+        (
+            minimal(
+                mechanism='{ kind = "poisson_subsampled", rate = 0.1, '
+                'base = { kind = "gaussian", sigma = -2 } }'
+            ),
+            ["mechanism.base", "sigma", "(0, inf)"],
+        ),
+        (
+            minimal(mechanism=f'{{ kind = "poisson_subsampled", rate = 1.5, base = {G1} }}'),
+            ["rate"],
+        ),
+        (
+            minimal(mechanism='{ kind = "composed", base = { kind = "gaussian", sigma = 1 } }'),
+            ["composed", "times"],
+        ),
+        (
+            minimal(
+                mechanism=f'{{ kind = "composed", times = 2, base = {G1}, components = [{G1}] }}'
+            ),
+            ["not both"],
+        ),
+        (
+            minimal(mechanism=f'{{ kind = "composed", times = 0, base = {G1} }}'),
+            ["times"],
+        ),
+        (
+            '[[audit]]\nname = "a"\nmechanism = { kind = "gaussian", sigma = 1.0 }\ntrials = 0',
+            ["trials", "[1, inf)", "0"],
+        ),
+        (
+            '[[audit]]\nname = "a"\nmechanism = { kind = "gaussian", sigma = 1.0 }\ntrials = 2.5',
+            ["trials", "integer", "2.5"],
+        ),
+        (
+            '[[audit]]\nname = "a"\nmechanism = { kind = "gaussian", sigma = 1.0 }',
+            ["trials", "missing"],
+        ),
+        (
+            '[[audit]]\nmechanism = { kind = "gaussian", sigma = 1.0 }\ntrials = 5',
+            ["name", "missing"],
+        ),
+        ('[[audit]]\nname = "a"\ntrials = 5', ["mechanism", "missing"]),
+        (minimal("sigma = 1"), ["sigma", "unknown key", "mechanism"]),
+        (minimal("seed = -1"), ["seed", "[0, inf)"]),
+        (minimal("confidence = 1.0"), ["confidence", "(0, 1)"]),
+        (minimal("confidence = 0"), ["confidence", "(0, 1)"]),
+        (minimal("deltas = [1e-5, 1.0]"), ["deltas[1]", "[0, 1)"]),
+        (minimal("deltas = []"), ["deltas", "non-empty array"]),
+        (minimal("deltas = 1e-5"), ["deltas", "non-empty array"]),
+        (minimal("n_jobs = 0"), ["n_jobs", "-1"]),
+        (minimal("selection_trials = 0"), ["selection_trials", "[1, inf)"]),
+        (minimal('expect = "fine"'), ["expect", "consistent", "violated"]),
+        (minimal('strategy = "best"'), ["strategy", "holdout", "best"]),
+        (minimal('claim = { kind = "approx_dp" }'), ["claim.eps", "missing"]),
+        (minimal('claim = { kind = "approx_dp", eps = 1, delta = 2 }'), ["delta"]),
+        (minimal('claim = { kind = "gdp", mu = -1 }'), ["mu"]),
+        (minimal('claim = { kind = "zcdp", rho = 1 }'), ["claim.kind", "zcdp", "approx_dp"]),
+        (
+            minimal('claim = { kind = "accountant", method = "moments" }'),
+            ["moments", "valid methods"],
+        ),
+        (minimal('attack = { kind = "neural" }'), ["attack.kind", "neural", "likelihood_ratio"]),
+        (
+            minimal('attack = { kind = "likelihood_ratio", depth = 3 }'),
+            ["attack.depth", "unknown key"],
+        ),
+        (minimal("pair = { d = [0.0] }"), ["pair.d_prime", "missing"]),
+        (minimal('pair = { d = [0.0], d_prime = [1.0], relation = "swap" }'), ["relation", "swap"]),
+        (
+            minimal("pair = { d = [0.0], d_prime = [1.0, 2.0, 3.0] }"),
+            ["add_remove", "differ by one"],
+        ),
+        (minimal() + minimal(), ["audit 2", "name", "unique"]),
+    ],
+)
+def test_mistakes_are_refused_with_file_key_and_expectation(text: str, needles: list[str]) -> None:
+    with pytest.raises(specs.SpecError) as info:
+        specs.loads(text, source="bad.toml")
+    message = str(info.value)
+    assert message.startswith("bad.toml: ")
+    assert "\n" not in message
+    for needle in needles:
+        assert needle in message, (needle, message)
+
+
+def test_missing_file_is_a_spec_error(tmp_path: Path) -> None:
+    with pytest.raises(specs.SpecError, match="spec file not found"):
+        specs.load(tmp_path / "nope.toml")
+
+
+def test_load_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "neg.toml"
+    path.write_text(minimal(mechanism='{ kind = "gaussian", sigma = -1 }'))
+    with pytest.raises(specs.SpecError, match=r"neg\.toml: audit 1 \(a\): .*sigma"):
+        specs.load(path)
+
+
+def test_overrides_replace_settings_and_the_recorded_table() -> None:
+    spec = one(BRIEF_SPEC)
+    changed = spec.with_overrides(trials=500, seed=9, n_jobs=2)
+    assert (changed.trials, changed.seed, changed.n_jobs) == (500, 9, 2)
+    assert (changed.table["trials"], changed.table["seed"], changed.table["n_jobs"]) == (500, 9, 2)
+    assert spec.trials == 100_000  # the original is unchanged
+    assert spec.with_overrides() is spec
+    with pytest.raises(ValueError, match="trials"):
+        spec.with_overrides(trials=0)
+    with pytest.raises(ValueError, match="n_jobs"):
+        spec.with_overrides(n_jobs=0)
+
+
+def test_registry_is_extensible(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(specs, "MECHANISM_KINDS", dict(specs.MECHANISM_KINDS))
+    specs.register_mechanism(
+        "wide_gaussian",
+        lambda sigma: mechanisms.Gaussian(10 * sigma),
+        {"sigma": specs.Param("number")},
+        "a Gaussian with ten times the noise",
+    )
+    spec = one(minimal(mechanism='{ kind = "wide_gaussian", sigma = 0.3 }'))
+    assert spec.mechanism.sigma == pytest.approx(3.0)
+    with pytest.raises(ValueError, match="already registered"):
+        specs.register_mechanism("wide_gaussian", lambda sigma: None, {})
+    with pytest.raises(ValueError, match="lower-case identifier"):
+        specs.register_mechanism("Wide Gaussian", lambda: None, {})
+    with pytest.raises(ValueError, match="expected"):
+        specs.register_mechanism("other", lambda x: None, {"x": specs.Param("complex")})
+
+
+def test_build_mechanism_from_a_table() -> None:
+    mech = specs.build_mechanism({"kind": "laplace", "scale": 2.0})
+    assert isinstance(mech, mechanisms.Laplace) and mech.scale == 2.0
+    with pytest.raises(specs.SpecError, match="scale"):
+        specs.build_mechanism({"kind": "laplace", "scale": -2.0})
+
+
+@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.toml")), ids=lambda p: p.name)
+def test_examples_load(path: Path) -> None:
+    audits = specs.load(path)
+    assert audits and all(a.trials >= 1 for a in audits)
+
+
+def test_suite_battery() -> None:
+    audits = specs.suite()
+    names = [a.name for a in audits]
+    assert len(set(names)) == len(names)
+    kinds = {type(a.mechanism).__name__ for a in audits}
+    assert {"Gaussian", "Laplace", "RandomizedResponse", "PoissonSubsampled", "Composed"} <= kinds
+    flawed = [a for a in audits if a.expect == "violated"]
+    assert [a.name for a in flawed] == ["laplace-overclaimed"]
+    # The over-claimed audit really is wrong: its mechanism's exact epsilon exceeds the claim.
+    (bad,) = flawed
+    assert bad.mechanism.epsilon(0.0) > bad.claim.epsilon(0.0) + 0.5
