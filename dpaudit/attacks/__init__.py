@@ -11,3 +11,4 @@ from dpaudit.attacks.membership import MembershipInference
 from dpaudit.attacks.threshold import Threshold
 from dpaudit.attacks.tracing import Tracing
 
+__all__ = ["Attack", "LikelihoodRatio", "MembershipInference", "Threshold", "Tracing"]
