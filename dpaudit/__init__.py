@@ -21,6 +21,16 @@ try:
 except PackageNotFoundError:  # running from a source tree that is not installed
     __version__ = "0.0.0+unknown"
 
+
+def __getattr__(name: str) -> object:
+    """Import ``dpaudit.reports`` on first use: it loads matplotlib, which audits do not need."""
+    if name == "reports":
+        import importlib
+
+        return importlib.import_module("dpaudit.reports")
+    raise AttributeError(f"module 'dpaudit' has no attribute {name!r}")
+
+
 __all__ = [
     "__version__",
     "AuditResult",
@@ -28,4 +38,5 @@ __all__ = [
     "audit",
     "bounds",
     "mechanisms",
+    "reports",
 ]
