@@ -8,6 +8,7 @@ theoretical f-DP, Renyi DP and (eps, delta) curves of the same mechanism.
 from importlib.metadata import PackageNotFoundError, version
 
 from dpaudit import attacks, bounds, mechanisms
+from dpaudit.audit.accountant import audit_accountant
 from dpaudit.audit.engine import audit as _audit_function
 from dpaudit.audit.result import AuditResult
 
@@ -36,6 +37,7 @@ __all__ = [
     "AuditResult",
     "attacks",
     "audit",
+    "audit_accountant",
     "bounds",
     "mechanisms",
     "reports",

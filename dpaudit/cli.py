@@ -7,6 +7,7 @@ Sub-commands::
     dpaudit suite -o DIR           audit the battery of reference mechanisms (under a minute)
     dpaudit list                   kinds of mechanisms, attacks and claims; methods; spec keys
     dpaudit bounds KIND --param k=v ...   theory table: eps at delta and delta at eps, every method
+    dpaudit audit-accountant SPEC -o DIR  check accountants' delta(eps) ([[accountant_audit]])
 
 ``--trials``, ``--seed`` and ``--n-jobs`` override the spec. Progress bars go to stderr.
 
@@ -138,6 +139,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     bounds.add_argument("--format", choices=("text", "csv", "json"), default="text")
     bounds.set_defaults(func=_cmd_bounds)
+
+    accountant = sub.add_parser(
+        "audit-accountant",
+        help="check accountants' delta(eps) against the sampled privacy loss",
+    )
+    accountant.add_argument("spec", type=Path, help="TOML spec with [[accountant_audit]] tables")
+    accountant.add_argument("-o", "--output", type=Path, required=True, help="report directory")
+    _add_overrides(accountant)
+    accountant.add_argument(
+        "--fail-on-violation",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="exit 3 when some accountant's claim is refuted (default: off)",
+    )
+    accountant.set_defaults(func=_cmd_audit_accountant)
     return parser
 
 
@@ -260,6 +276,30 @@ def _cmd_bounds(args: argparse.Namespace) -> int:
         print(mechanism.name)
         print(reports.tables.format_frame(frame))
     return EXIT_OK
+
+
+def _cmd_audit_accountant(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from dpaudit.audit.accountant import run_accountant_spec
+    from dpaudit.reports.accountants import write_accountant_report
+
+    audits = specs.load_accountant_audits(args.spec)
+    reports.writer.check_output_directory(args.output)
+    overrides = {"trials": args.trials, "seed": args.seed, "n_jobs": args.n_jobs}
+    records = []
+    for spec in audits:
+        spec = dataclasses.replace(spec, **{k: v for k, v in overrides.items() if v is not None})
+        record = run_accountant_spec(spec, progress=False if args.quiet else None)
+        records.append(record)
+        if not args.quiet:
+            for name, sentence in record["summary"].items():
+                print(f"{spec.name}: {name}: {sentence}")
+    write_accountant_report(records, args.output)
+    if not args.quiet:
+        print(f"report: {args.output / 'index.html'}")
+    refuted = any(c["status"] == "violated" for r in records for c in r["claims"].values())
+    return EXIT_VIOLATION if refuted and args.fail_on_violation else EXIT_OK
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -44,6 +44,7 @@ import numpy as np
 
 from dpaudit import attacks, mechanisms
 from dpaudit.attacks.base import Attack
+from dpaudit.audit.accountant import AccountantAuditSpec
 from dpaudit.audit.engine import audit
 from dpaudit.audit.strategies import STRATEGIES
 from dpaudit.bounds.gdp import gdp
@@ -76,6 +77,9 @@ __all__ = [
     "parse",
     "suite",
     "SUITE_TOML",
+    "ACCOUNTANT_AUDIT_KEYS",
+    "parse_accountant_audits",
+    "load_accountant_audits",
 ]
 
 #: The two verdicts of an audit: the claim held against every test, or a test refuted it.
@@ -232,7 +236,9 @@ class _Context:
             key = ""  # the message already starts with the key's name
         where = f"{self.audit}: {key}" if self.audit and key else (self.audit or key)
         parts = [p for p in (self.source, where, message) if p]
-        return SpecError(": ".join(parts))
+        # Keys and values come from the file: escape control characters to keep one line.
+        text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in ": ".join(parts))
+        return SpecError(text)
 
 
 def _read_table(
@@ -755,7 +761,7 @@ def parse(data: Mapping[str, Any], *, source: str = "") -> list[AuditSpec]:
     """Build the audits of a parsed spec document (``{"audit": [ {...}, ... ]}``)."""
     ctx = _Context(source, "")
     for key in data:
-        if key != "audit":
+        if key not in ("audit", "accountant_audit"):
             raise ctx.error(key, "unknown top-level key; expected [[audit]] tables only")
     tables = data.get("audit")
     if tables is None:
@@ -869,3 +875,126 @@ deltas = [0.0, 1e-5]
 def suite() -> list[AuditSpec]:
     """The audits of :data:`SUITE_TOML`."""
     return loads(SUITE_TOML, source="<suite>")
+
+
+# --- accountant audits (``dpaudit audit-accountant``) ---------------------------------------------
+
+#: Keys of an ``[[accountant_audit]]`` table; ``accountants`` (a non-empty array of accountant
+#: names, :data:`dpaudit.accountants.NAMES`) is read separately, as no ``Param`` type holds strings.
+ACCOUNTANT_AUDIT_KEYS: dict[str, Param] = {
+    "name": Param("string", help="unique label of the accountant audit"),
+    "description": Param("string", False, "", "free text shown in the report"),
+    "mechanism": Param("table", help="the mechanism: { kind = ..., ... }"),
+    "pair": Param("table", False, None, "{ d, d_prime, relation }; default: worst case"),
+    "epsilons": Param("non-empty array of numbers", False, None, "eps grid (default: automatic)"),
+    "trials": Param("integer", help="privacy-loss samples per order"),
+    "seed": Param("integer", False, 0, "root seed of the samples"),
+    "confidence": Param("number", False, 0.95, "simultaneous confidence level of the bounds"),
+    "importance": Param("boolean", False, None, "importance sampling (default: where possible)"),
+    "n_jobs": Param("integer", False, 1, "parallel workers (-1: all cores)"),
+}
+
+
+def _parse_accountant_audit(
+    table: object, index: int, source: str, names: set[str]
+) -> AccountantAuditSpec:
+    from dpaudit.accountants import NAMES as ACCOUNTANT_NAMES
+
+    label = f"accountant_audit {index + 1}"
+    if isinstance(table, dict) and isinstance(table.get("name"), str):
+        label += f" ({table['name']})"
+    ctx = _Context(source, label)
+    if not isinstance(table, dict):
+        raise ctx.error("", f"expected a table, got {_describe(table)}")
+    values = _read_table(table, ACCOUNTANT_AUDIT_KEYS, ctx, "", ignore=("accountants",))
+    name = values["name"]
+    if not name.strip():
+        raise ctx.error("name", "must not be empty")
+    if name in names:
+        raise ctx.error("name", f"{name!r} is used by an earlier audit; names must be unique")
+    names.add(name)
+    listed = table.get("accountants")
+    if not isinstance(listed, list) or not listed or not all(isinstance(a, str) for a in listed):
+        raise ctx.error(
+            "accountants",
+            f"expected a non-empty array of accountant names ({', '.join(ACCOUNTANT_NAMES)})",
+        )
+    for i, accountant in enumerate(listed):
+        if accountant not in ACCOUNTANT_NAMES:
+            expected = ", ".join(ACCOUNTANT_NAMES)
+            raise ctx.error(
+                f"accountants[{i}]",
+                f"unknown accountant {accountant!r}; expected one of: {expected}",
+            )
+    trials = _call(ctx, "trials", check_integer, "trials", values["trials"], minimum=2)
+    seed = _call(ctx, "seed", check_integer, "seed", values["seed"], minimum=0)
+    confidence = _call(
+        ctx,
+        "confidence",
+        check_probability,
+        "confidence",
+        values["confidence"],
+        low_open=True,
+        high_open=True,
+    )
+    n_jobs = _call(ctx, "n_jobs", _check_n_jobs, values["n_jobs"])
+    epsilons = values["epsilons"]
+    if epsilons is not None and any(e < 0 or not math.isfinite(e) for e in epsilons):
+        raise ctx.error("epsilons", "must be finite numbers >= 0")
+    mechanism = _build_mechanism(values["mechanism"], ctx, "mechanism")
+    if values["pair"] is None:
+        pair = None
+    else:
+        p = _read_table(values["pair"], _PAIR_KEYS, ctx, "pair.")
+        pair = _call(ctx, "pair", NeighbouringPair, **p)
+    return AccountantAuditSpec(
+        name=name,
+        mechanism=mechanism,
+        accountants=tuple(listed),
+        trials=trials,
+        epsilons=epsilons,
+        pair=pair,
+        seed=seed,
+        confidence=confidence,
+        importance="auto" if values["importance"] is None else values["importance"],
+        n_jobs=n_jobs,
+        description=values["description"],
+        table=_json_ready(table),
+    )
+
+
+def parse_accountant_audits(
+    data: Mapping[str, Any], *, source: str = ""
+) -> list[AccountantAuditSpec]:
+    """Build the accountant audits of a parsed spec document
+    (``{"accountant_audit": [ {...}, ... ]}``; ``[[audit]]`` tables are ignored here)."""
+    ctx = _Context(source, "")
+    for key in data:
+        if key not in ("audit", "accountant_audit"):
+            raise ctx.error(key, "unknown top-level key; expected [[accountant_audit]] tables")
+    tables = data.get("accountant_audit")
+    if tables is None:
+        raise ctx.error("accountant_audit", "no [[accountant_audit]] table found")
+    if not isinstance(tables, list):
+        raise ctx.error(
+            "accountant_audit",
+            "expected [[accountant_audit]] tables (an array of tables), got a single table",
+        )
+    names: set[str] = set()
+    return [_parse_accountant_audit(t, i, source, names) for i, t in enumerate(tables)]
+
+
+def load_accountant_audits(path: str | Path) -> list[AccountantAuditSpec]:
+    """Read the ``[[accountant_audit]]`` tables of a TOML spec file."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError(f"{path}: spec file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(f"{path}: cannot read spec file ({exc})") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"{path}: invalid TOML: {exc}") from None
+    return parse_accountant_audits(data, source=str(path))
