@@ -11,6 +11,11 @@ Sub-commands::
 
 ``--trials``, ``--seed`` and ``--n-jobs`` override the spec. Progress bars go to stderr.
 
+``--store DIR`` saves every finished batch of trials under ``DIR/<audit name>``; the same command
+run again (after a crash or a kill) resumes from there with identical results. ``--backend dask``
+runs the batches on a Dask cluster: the one at ``--scheduler tcp://HOST:PORT``, or a local one of
+``--n-jobs`` worker processes started and stopped by dpaudit (results are identical).
+
 Exit codes: 0 every audit reached its expected verdict (by default: every claim held);
 1 a usage or input error (one line on stderr, nothing written); 3 some audit did not reach its
 expected verdict, which for an ordinary audit means its claim was violated. ``run`` fails with 3
@@ -24,13 +29,16 @@ Output directories are written atomically: a failed run leaves nothing behind.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
 from dpaudit import reports, specs
+from dpaudit.audit import backends
 from dpaudit.mechanisms.base import METHOD_KINDS
 
 if sys.version_info >= (3, 11):
@@ -74,6 +82,24 @@ def _add_overrides(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bars, no summary")
 
 
+def _add_scale_out(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--store",
+        type=Path,
+        help="directory that keeps finished batches; rerunning resumes from it",
+    )
+    p.add_argument(
+        "--backend",
+        choices=backends.BACKENDS,
+        default="local",
+        help="where trials run: this machine's processes, or a Dask cluster (default: local)",
+    )
+    p.add_argument(
+        "--scheduler",
+        help="Dask scheduler address tcp://HOST:PORT (--backend dask; default: a local cluster)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``dpaudit`` command."""
     parser = _Parser(
@@ -91,6 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("spec", type=Path, help="TOML spec with [[audit]] tables")
     run.add_argument("-o", "--output", type=Path, required=True, help="report directory")
     _add_overrides(run)
+    _add_scale_out(run)
     run.add_argument(
         "--fail-on-violation",
         action=argparse.BooleanOptionalAction,
@@ -107,6 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
     suite = sub.add_parser("suite", help="audit the battery of reference mechanisms")
     suite.add_argument("-o", "--output", type=Path, help="report directory")
     _add_overrides(suite)
+    _add_scale_out(suite)
     suite.add_argument(
         "--fail-on-violation",
         action=argparse.BooleanOptionalAction,
@@ -157,14 +185,47 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _store_directory(root: Path | None, name: str) -> Path | None:
+    """``root/<name>``, the name made safe as a directory name (and kept distinct)."""
+    if root is None:
+        return None
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "audit"
+    if safe != name:
+        safe += "-" + hashlib.sha256(name.encode("utf-8")).hexdigest()[:8]
+    return root / safe
+
+
 def _run_audits(audits: Sequence[specs.AuditSpec], output: Path, args: argparse.Namespace) -> int:
     reports.writer.check_output_directory(output)
-    audits = [
-        a.with_overrides(trials=args.trials, seed=args.seed, n_jobs=args.n_jobs) for a in audits
-    ]
+    if args.scheduler is not None and args.backend != "dask":
+        raise _UsageError("--scheduler needs --backend dask (see 'dpaudit run --help')")
+    if args.scheduler is not None:
+        backends.check_scheduler(args.scheduler)
+    if args.store is not None and args.store.exists() and not args.store.is_dir():
+        raise ValueError(f"--store {args.store} exists and is not a directory")
+    n_jobs = args.n_jobs
+    n_workers = None
+    if args.backend == "dask":
+        # The cluster's workers do the work; --n-jobs sizes a local cluster.
+        if n_jobs is not None and n_jobs < 1 and n_jobs != -1:
+            raise ValueError(f"--n-jobs must be a positive integer or -1, got {n_jobs}")
+        if args.scheduler is None and n_jobs is not None and n_jobs > 0:
+            n_workers = n_jobs
+        n_jobs = -1
+    audits = [a.with_overrides(trials=args.trials, seed=args.seed, n_jobs=n_jobs) for a in audits]
+    with backends.backend(args.backend, scheduler=args.scheduler, n_workers=n_workers):
+        records = _audit_records(audits, args)
+    reports.write(records, output)
+    if not args.quiet:
+        _summary(records, output)
+    unexpected = [r for r in records if r["verdict"] != r.get("expect", "consistent")]
+    return EXIT_VIOLATION if unexpected and args.fail_on_violation else EXIT_OK
+
+
+def _audit_records(audits: Sequence[specs.AuditSpec], args: argparse.Namespace) -> list[dict]:
     records = []
     for spec in audits:
-        result = spec.run(progress=not args.quiet)
+        result = spec.run(progress=not args.quiet, store=_store_directory(args.store, spec.name))
         records.append(
             reports.build_record(
                 result,
@@ -180,11 +241,7 @@ def _run_audits(audits: Sequence[specs.AuditSpec], output: Path, args: argparse.
         )
         if not args.quiet:
             print(f"{spec.name}: {records[-1]['verdict']}", file=sys.stderr)
-    reports.write(records, output)
-    if not args.quiet:
-        _summary(records, output)
-    unexpected = [r for r in records if r["verdict"] != r.get("expect", "consistent")]
-    return EXIT_VIOLATION if unexpected and args.fail_on_violation else EXIT_OK
+    return records
 
 
 def _summary(records: Sequence[dict[str, Any]], output: Path) -> None:

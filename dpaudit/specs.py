@@ -619,8 +619,11 @@ class AuditSpec:
             return dict(written)
         return {"kind": "accountant", "method": default_claim_method(self.mechanism)}
 
-    def run(self, *, progress: Any = None) -> Any:
-        """Run the audit with :func:`dpaudit.audit`; returns its ``AuditResult``."""
+    def run(self, *, progress: Any = None, store: str | Path | None = None) -> Any:
+        """Run the audit with :func:`dpaudit.audit`; returns its ``AuditResult``.
+
+        ``store`` is a directory that keeps finished batches, so that a rerun resumes.
+        """
         return audit(
             self.mechanism,
             self.pair,
@@ -633,6 +636,7 @@ class AuditSpec:
             selection_trials=self.selection_trials,
             n_jobs=self.n_jobs,
             progress=progress,
+            store=store,
         )
 
 

@@ -17,18 +17,28 @@ The way data flows (DESIGN.md):
 
 Streams: ``0`` fit, ``1`` pilot, ``2`` selection, ``3`` evaluation, ``4`` a two-trial probe of
 the output shape. The selection sample is drawn *in addition* to the ``trials`` evaluation runs.
+
+Long runs: with ``store=DIR`` every finished batch is saved atomically
+(:class:`~dpaudit.audit.store.ChunkStore`) and a restarted audit runs only the batches not yet
+stored; batches whose worker process died are run again (at most ``WORKER_RETRIES`` times).
+A mechanism that raises, or returns outputs of the wrong shape or NaN/infinite values, stops the
+audit with a ``ValueError`` naming the mechanism, the stream, the chunk and the problem.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
+import os
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from joblib import Parallel, delayed
+from joblib.externals.loky.process_executor import TerminatedWorkerError
 from tqdm import tqdm
 
 from dpaudit.attacks.base import Attack
@@ -37,6 +47,7 @@ from dpaudit.attacks.threshold import Threshold
 from dpaudit.audit.grid import ScoreGrid
 from dpaudit.audit.privacy_loss import PrivacyLossStatistics
 from dpaudit.audit.result import AuditResult
+from dpaudit.audit.store import ChunkStore
 from dpaudit.audit.strategies import STRATEGIES, default_selection_trials
 from dpaudit.bounds.validation import check_choice, check_integer, check_probability
 from dpaudit.mechanisms.base import NeighbouringPair
@@ -49,6 +60,7 @@ __all__ = [
     "STREAMS",
     "PILOT_TRIALS",
     "FIT_TRIALS",
+    "WORKER_RETRIES",
 ]
 
 #: Random streams: ``SeedSequence(seed, spawn_key=(STREAMS[name], chunk))``.
@@ -68,6 +80,9 @@ _MIN_CHUNK, _MAX_CHUNK = 64, 2**15
 #: number of batches a stream is cut into when it is smaller than that allows.
 _BATCH_VALUES = 2**21
 _BATCHES_PER_STREAM = 8
+
+#: How often the batches of an audit are started again after a worker process died.
+WORKER_RETRIES = 3
 
 #: Runs at least this long (selection + evaluation trials) show a progress bar by default.
 _AUTO_PROGRESS_TRIALS = 10**7
@@ -107,6 +122,7 @@ class _Job:
     chunk_size: int
     privacy_loss: bool
     fixed_thresholds: np.ndarray | None
+    output_shape: tuple[int, ...]
 
 
 @dataclass
@@ -136,11 +152,43 @@ def _scores(attack: Attack, outputs: np.ndarray, size: int) -> np.ndarray:
     return s
 
 
+def _sample(job: _Job, stream: str, chunk: int, size: int, rng: np.random.Generator) -> tuple:
+    """Outputs under ``D`` and ``D_prime``, checked: ``size`` of them, the probe's shape, finite."""
+    outputs = []
+    for label, dataset in (("D", job.pair.d), ("D_prime", job.pair.d_prime)):
+        where = f"({stream} chunk {chunk}, dataset {label})"
+        name = getattr(job.mechanism, "name", type(job.mechanism).__name__)
+        try:
+            y = np.asarray(job.mechanism.sample(dataset, size, rng))
+        except Exception as exc:
+            message = " ".join(str(exc).split())
+            raise ValueError(
+                f"mechanism {name} raised {type(exc).__name__}: {message} {where}"
+            ) from exc
+        if y.shape != (size, *job.output_shape):
+            raise ValueError(
+                f"mechanism {name} returned {y.shape[0] if y.ndim else 0} outputs, expected "
+                f"{size} {where}"
+                if y.ndim == 0 or y.shape[0] != size
+                else f"mechanism {name} returned outputs of shape {y.shape[1:]}, expected "
+                f"{job.output_shape} as in its first outputs {where}"
+            )
+        if y.dtype.kind in "fc" and not np.isfinite(y).all():
+            raise ValueError(f"mechanism {name} returned NaN or infinite outputs {where}")
+        outputs.append(y)
+    return tuple(outputs)
+
+
 def _draw(job: _Job, stream: str, chunk: int, size: int) -> tuple[np.ndarray, np.ndarray]:
     rng = chunk_generator(job.seed, stream, chunk)
-    y0 = job.mechanism.sample(job.pair.d, size, rng)
-    y1 = job.mechanism.sample(job.pair.d_prime, size, rng)
-    return _scores(job.attack, y0, size), _scores(job.attack, y1, size)
+    y0, y1 = _sample(job, stream, chunk, size, rng)
+    try:
+        return _scores(job.attack, y0, size), _scores(job.attack, y1, size)
+    except Exception as exc:
+        message = " ".join(str(exc).split())
+        if not isinstance(exc, ValueError):
+            message = f"attack {job.attack.name} raised {type(exc).__name__}: {message}"
+        raise ValueError(f"{message} ({stream} chunk {chunk})") from exc
 
 
 def _run_batch(job: _Job, stream: str, first: int, n_chunks: int, total: int) -> _Tally:
@@ -182,6 +230,57 @@ def _batches(stream: str, total: int, chunk_size: int, values_per_output: int) -
         (stream, first, min(per_batch, n_chunks - first), total)
         for first in range(0, n_chunks, per_batch)
     ]
+
+
+def _fingerprint(
+    job: _Job, *, trials: int, selection_trials: int, bins: int, strategy: str, confidence: float
+) -> dict[str, Any]:
+    """What the stored sums of an audit depend on (see :class:`~dpaudit.audit.store.ChunkStore`)."""
+    edges = np.ascontiguousarray(job.grid.edges, dtype=float)
+    fixed = job.fixed_thresholds
+    return {
+        **AuditResult.describe(job.mechanism, job.pair, job.attack, job.privacy_loss),
+        "seed": job.seed,
+        "trials": trials,
+        "selection_trials": selection_trials,
+        "chunk_size": job.chunk_size,
+        "bins": bins,
+        "strategy": strategy,
+        "confidence": confidence,
+        "threshold": None if fixed is None else fixed.tolist(),
+        "grid": {"kind": job.grid.kind, "sha256": hashlib.sha256(edges.tobytes()).hexdigest()},
+    }
+
+
+def _worker_deaths() -> tuple[type[BaseException], ...]:
+    """Errors that mean a worker process died (a Dask cluster's only when Dask is in use)."""
+    distributed = sys.modules.get("distributed")
+    killed = getattr(distributed, "KilledWorker", None)
+    return (TerminatedWorkerError,) if killed is None else (TerminatedWorkerError, killed)
+
+
+def _tallies(
+    job: _Job,
+    batches: list[tuple],
+    start: int,
+    store: ChunkStore | None,
+    finished: set[tuple[str, int]],
+    n_jobs: int,
+) -> Iterator[tuple[int, _Tally]]:
+    """The tallies of ``batches[start:]`` in batch order: stored ones loaded, the others run
+    (and stored as soon as they are finished)."""
+    pending = [b for b in batches[start:] if (b[0], b[1]) not in finished]
+    with Parallel(n_jobs=n_jobs, return_as="generator") as parallel:
+        results = parallel(delayed(_run_batch)(job, *batch) for batch in pending)
+        for index in range(start, len(batches)):
+            stream, first = batches[index][:2]
+            if (stream, first) in finished:
+                yield index, _Tally(**store.load(stream, first))
+                continue
+            tally = next(results)
+            if store is not None:
+                store.save(stream, first, vars(tally))
+            yield index, tally
 
 
 def _check_pair(pair: object) -> NeighbouringPair:
@@ -242,6 +341,7 @@ def audit(
     chunk_size: int | None = None,
     bins: int | None = None,
     progress: bool | None = None,
+    store: str | os.PathLike[str] | None = None,
 ) -> AuditResult:
     """Audit ``mechanism`` on a neighbouring pair by Monte Carlo.
 
@@ -280,6 +380,10 @@ def audit(
     progress:
         Show a progress bar on stderr; ``None`` shows it for runs of ``10^7`` trials or more
         when stderr is a terminal.
+    store:
+        Directory of a :class:`~dpaudit.audit.store.ChunkStore`: finished batches are saved
+        there, and an audit restarted with the same arguments and directory resumes from them
+        with an identical result. A directory written by another audit is refused.
     """
     started = time.perf_counter()
     trials = check_integer("trials", trials, minimum=1)
@@ -304,6 +408,12 @@ def audit(
     bins = default_bins(trials) if bins is None else check_integer("bins", bins, minimum=2)
     if progress is not None and not isinstance(progress, bool):
         raise ValueError(f"progress must be None, True or False, got {progress!r}")
+    if store is not None and not isinstance(store, str | os.PathLike):
+        raise ValueError(f"store must be None or a directory path, got {store!r}")
+    if not callable(getattr(mechanism, "sample", None)):
+        raise ValueError(
+            f"mechanism must offer sample(dataset, size, rng), got {type(mechanism).__name__}"
+        )
     if pair is None:
         # An attack built for a pair (LikelihoodRatio, a tracing game) defines what is audited.
         own = getattr(attack, "pair", None)
@@ -314,6 +424,7 @@ def audit(
     if probe.ndim == 0 or probe.shape[0] != 2:
         raise ValueError("mechanism.sample(dataset, size, rng) must return size outputs on axis 0")
     values_per_output = max(1, int(np.prod(probe.shape[1:], dtype=np.int64)))
+    output_shape = tuple(int(n) for n in probe.shape[1:])
     if chunk_size is None:
         chunk_size = default_chunk_size(values_per_output)
     chunk_size = check_integer("chunk_size", chunk_size, minimum=1)
@@ -337,8 +448,9 @@ def audit(
     )
 
     pilot_trials = min(selection_trials, PILOT_TRIALS)
+    pilot_grid = ScoreGrid("discrete", np.zeros(1))
     pilot_job = _Job(
-        mechanism, pair, attack, ScoreGrid("discrete", np.zeros(1)), seed, chunk_size, False, None
+        mechanism, pair, attack, pilot_grid, seed, chunk_size, False, None, output_shape
     )
     pilot = [
         _draw(pilot_job, "pilot", i, min(chunk_size, pilot_trials - i * chunk_size))
@@ -348,7 +460,7 @@ def audit(
     del pilot
 
     sorted_fixed = None if fixed is None else np.sort(fixed)
-    job = _Job(mechanism, pair, attack, grid, seed, chunk_size, exact, sorted_fixed)
+    job = _Job(mechanism, pair, attack, grid, seed, chunk_size, exact, sorted_fixed, output_shape)
     batches = _batches("selection", selection_trials, chunk_size, values_per_output)
     batches += _batches("evaluation", trials, chunk_size, values_per_output)
     totals = {
@@ -372,11 +484,37 @@ def audit(
         disable=disable,
         desc=getattr(mechanism, "name", type(mechanism).__name__),
     )
-    with bar, Parallel(n_jobs=int(n_jobs), return_as="generator") as parallel:
-        results = parallel(delayed(_run_batch)(job, *batch) for batch in batches)
-        for (stream, first, n_chunks, total), tally in zip(batches, results, strict=True):
-            totals[stream].add(tally)
-            bar.update(min(total, (first + n_chunks) * chunk_size) - first * chunk_size)
+    chunk_store = None
+    if store is not None:
+        fingerprint = _fingerprint(
+            job,
+            trials=trials,
+            selection_trials=selection_trials,
+            bins=bins,
+            strategy=strategy,
+            confidence=confidence,
+        )
+        chunk_store = ChunkStore(store, fingerprint)
+    finished = set() if chunk_store is None else chunk_store.finished()
+    position, deaths = 0, 0
+    with bar:
+        while position < len(batches):
+            try:
+                for index, tally in _tallies(
+                    job, batches, position, chunk_store, finished, int(n_jobs)
+                ):
+                    stream, first, n_chunks, total = batches[index]
+                    totals[stream].add(tally)
+                    bar.update(min(total, (first + n_chunks) * chunk_size) - first * chunk_size)
+                    position = index + 1
+            except _worker_deaths() as exc:
+                # Summed so far: batches[:position], in order; run the rest again.
+                deaths += 1
+                if deaths > WORKER_RETRIES:
+                    reason = " ".join(str(exc).split())
+                    raise ValueError(
+                        f"worker processes died {deaths} times; giving up ({reason})"
+                    ) from exc
 
     evaluation = totals["evaluation"]
     loss = None

@@ -1,0 +1,123 @@
+"""Where the engine's batches run: this machine's processes, or a Dask cluster.
+
+The engine hands its batches to ``joblib.Parallel``, so the backend is whatever
+:func:`joblib.parallel_config` selects; :func:`backend` selects it::
+
+    with dpaudit.audit.backends.backend("dask", scheduler="tcp://10.0.0.1:8786"):
+        result = dpaudit.audit(mechanism, trials=10**10, n_jobs=-1)
+
+Backends (:data:`BACKENDS`):
+
+``"local"``
+    joblib's default process pool on this machine (``n_jobs`` workers).
+``"dask"``
+    joblib's ``dask`` backend on a ``dask.distributed`` cluster: the one whose scheduler is at
+    ``scheduler`` (``tcp://HOST:PORT``), or, without it, a ``LocalCluster`` of ``n_workers``
+    single-threaded worker processes that is started here and stopped on exit. Needs the
+    optional dependency ``dask[distributed]``.
+
+Since the engine's batches and their summation order depend only on the audit's arguments, never
+on the workers, the results are bit-identical on every backend for the same seed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import joblib
+
+from dpaudit.bounds.validation import check_choice, check_integer
+
+__all__ = ["BACKENDS", "backend", "check_scheduler", "dask_available"]
+
+#: Backends :func:`backend` knows.
+BACKENDS = ("local", "dask")
+
+_SCHEDULER = re.compile(r"^(tcp|tls|ws|wss|inproc|ucx)://[^\s/]+(:\d{1,5})?/?$")
+
+
+def dask_available() -> bool:
+    """Whether ``dask.distributed`` can be imported."""
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def check_scheduler(scheduler: object) -> str:
+    """A scheduler address such as ``tcp://10.0.0.1:8786``; ``ValueError`` otherwise."""
+    if not isinstance(scheduler, str) or not _SCHEDULER.match(scheduler):
+        raise ValueError(
+            "scheduler must be a Dask scheduler address such as 'tcp://HOST:PORT', "
+            f"got {scheduler!r}"
+        )
+    return scheduler
+
+
+@contextlib.contextmanager
+def backend(
+    name: str = "local",
+    *,
+    scheduler: str | None = None,
+    n_workers: int | None = None,
+) -> Iterator[Any]:
+    """Run the engine's batches on backend ``name`` inside the ``with`` block.
+
+    Parameters
+    ----------
+    name:
+        One of :data:`BACKENDS`.
+    scheduler:
+        ``"dask"`` only: address of a running scheduler; ``None`` starts a ``LocalCluster``.
+    n_workers:
+        ``"dask"`` without ``scheduler`` only: worker processes of the ``LocalCluster``
+        (default: the number of cores).
+
+    Yields
+    ------
+    The ``dask.distributed.Client`` for ``"dask"``, ``None`` for ``"local"``.
+    """
+    name = check_choice("backend", name, BACKENDS)
+    if scheduler is not None:
+        if name != "dask":
+            raise ValueError(f"scheduler is only used with backend 'dask', got backend {name!r}")
+        scheduler = check_scheduler(scheduler)
+    if n_workers is not None:
+        if name != "dask" or scheduler is not None:
+            raise ValueError("n_workers is only used with backend 'dask' without a scheduler")
+        n_workers = check_integer("n_workers", n_workers, minimum=1)
+    if name == "local":
+        yield None
+        return
+    if not dask_available():
+        raise ValueError(
+            "backend 'dask' needs dask.distributed: pip install 'dpaudit[dask]' "
+            "(or pip install 'dask[distributed]')"
+        )
+    from distributed import Client, LocalCluster
+
+    with contextlib.ExitStack() as stack:
+        if scheduler is None:
+            cluster = stack.enter_context(
+                LocalCluster(
+                    n_workers=n_workers or os.cpu_count() or 1,
+                    threads_per_worker=1,
+                    processes=True,
+                    dashboard_address=None,
+                )
+            )
+            client = stack.enter_context(Client(cluster))
+        else:
+            try:
+                client = stack.enter_context(Client(scheduler, timeout="30s"))
+            except OSError as exc:
+                raise ValueError(
+                    f"cannot reach the Dask scheduler at {scheduler} ({exc})"
+                ) from None
+        stack.enter_context(joblib.parallel_config(backend="dask"))
+        yield client

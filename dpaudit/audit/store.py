@@ -1,0 +1,198 @@
+"""A resumable store of finished batches, so that a long audit never loses work.
+
+``dpaudit.audit(..., store=DIR)`` (and ``dpaudit run --store DIR``) saves the sums of every batch
+of chunks (see :mod:`dpaudit.audit.engine`) as soon as it is finished; an audit that is stopped
+at any moment, ``SIGKILL`` included, and started again with the same arguments and the same
+directory loads the saved batches and runs only the others. Since a batch's sums are stored
+exactly (``.npz``, int64 counts and float64 sums) and batches are summed in their fixed order,
+the resumed result is bit-identical to an uninterrupted run.
+
+Layout of a store directory::
+
+    manifest.json                 format, dpaudit version and the fingerprint of the audit
+    selection-000000000000.npz    one file per finished batch: <stream>-<first chunk>.npz
+    evaluation-000000000064.npz
+
+Every file is written atomically: to a temporary file in the same directory, flushed and
+``fsync``-ed, then renamed over its final name with :func:`os.replace` (and the directory is
+``fsync``-ed), so a file either exists complete or not at all. The manifest holds a fingerprint of
+everything the sums depend on (mechanism, pair, attack, seed, trial counts, chunking, score grid,
+dpaudit and numpy versions); a directory whose manifest differs is refused with a message naming
+the fields that differ, so batches of different audits are never mixed. Nothing is pickled.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["ChunkStore", "STORE_FORMAT", "fingerprint_digest"]
+
+#: Version of the layout above; a store of another format is refused.
+STORE_FORMAT = 1
+
+_MANIFEST = "manifest.json"
+_BATCH = re.compile(r"^(?P<stream>[a-z]+)-(?P<first>\d{12})\.npz$")
+_ARRAYS = ("counts", "loss", "fixed")
+
+
+def fingerprint_digest(fingerprint: Mapping[str, Any]) -> str:
+    """SHA-256 of the canonical JSON of ``fingerprint`` (sorted keys, no whitespace)."""
+    text = json.dumps(fingerprint, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _fsync_directory(directory: Path) -> None:
+    # Makes a rename durable; not every platform can open a directory (Windows cannot).
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _write_atomic(path: Path, write: Any) -> None:
+    """Write through ``write(file)`` into a temporary file, fsync, then rename onto ``path``."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            write(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    _fsync_directory(path.parent)
+
+
+class ChunkStore:
+    """A directory of finished batches of one audit, identified by its fingerprint.
+
+    Parameters
+    ----------
+    directory:
+        Where the batches live; created if missing. An existing directory must be empty or hold
+        a store with the same fingerprint.
+    fingerprint:
+        JSON-ready description of everything the stored sums depend on.
+
+    Raises
+    ------
+    ValueError
+        When the directory holds a store of another audit, of another format, or files that
+        are not part of a store.
+    """
+
+    def __init__(self, directory: str | os.PathLike[str], fingerprint: Mapping[str, Any]) -> None:
+        if not isinstance(directory, str | os.PathLike):
+            raise ValueError(f"store must be a directory path, got {type(directory).__name__}")
+        if not isinstance(fingerprint, Mapping):
+            raise ValueError(f"fingerprint must be a mapping, got {type(fingerprint).__name__}")
+        self.directory = Path(directory)
+        self.fingerprint = json.loads(json.dumps(dict(fingerprint), sort_keys=True, default=str))
+        self.digest = fingerprint_digest(self.fingerprint)
+        if self.directory.exists() and not self.directory.is_dir():
+            raise ValueError(f"store {self.directory} exists and is not a directory")
+        self.directory.mkdir(parents=True, exist_ok=True)
+        manifest = self.directory / _MANIFEST
+        if manifest.exists():
+            self._check_manifest(manifest)
+        else:
+            foreign = [p.name for p in self.directory.iterdir() if not p.name.startswith(".")]
+            if foreign:
+                raise ValueError(
+                    f"store {self.directory} is not empty and holds no {_MANIFEST} "
+                    f"(found {', '.join(sorted(foreign)[:3])}); use an empty or new directory"
+                )
+            document = {"format": STORE_FORMAT, "digest": self.digest, **self.fingerprint}
+            text = json.dumps(document, indent=1, sort_keys=True).encode("utf-8")
+            _write_atomic(manifest, lambda handle: handle.write(text))
+        self._remove_temporary_files()
+
+    def _check_manifest(self, manifest: Path) -> None:
+        try:
+            document = json.loads(manifest.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"store {self.directory}: unreadable {_MANIFEST} ({exc})") from None
+        if not isinstance(document, dict) or document.get("format") != STORE_FORMAT:
+            found = document.get("format") if isinstance(document, dict) else None
+            raise ValueError(
+                f"store {self.directory} has format {found!r}; this dpaudit reads format "
+                f"{STORE_FORMAT} only: use a new directory"
+            )
+        if document.get("digest") == self.digest:
+            return
+        stored = {k: v for k, v in document.items() if k not in ("format", "digest")}
+        differ = sorted(
+            k
+            for k in set(stored) | set(self.fingerprint)
+            if stored.get(k) != self.fingerprint.get(k)
+        )
+        raise ValueError(
+            f"store {self.directory} belongs to a different audit (differs in: "
+            f"{', '.join(differ) or 'digest'}); its batches are not mixed in: use a new directory "
+            "or rerun with the same spec, seed, trials and chunking"
+        )
+
+    def _remove_temporary_files(self) -> None:
+        # Left behind by a run killed while writing; never read.
+        for path in self.directory.glob(".*.tmp"):
+            with contextlib.suppress(OSError):
+                path.unlink()
+
+    def _path(self, stream: str, first: int) -> Path:
+        if not isinstance(stream, str) or not re.fullmatch(r"[a-z]+", stream):
+            raise ValueError(f"stream must be a lower-case word, got {stream!r}")
+        if isinstance(first, bool) or not isinstance(first, int | np.integer) or first < 0:
+            raise ValueError(f"first must be a chunk index >= 0, got {first!r}")
+        return self.directory / f"{stream}-{int(first):012d}.npz"
+
+    def finished(self) -> set[tuple[str, int]]:
+        """``(stream, first chunk)`` of every batch stored."""
+        out = set()
+        for path in self.directory.iterdir():
+            match = _BATCH.match(path.name)
+            if match:
+                out.add((match["stream"], int(match["first"])))
+        return out
+
+    def save(self, stream: str, first: int, arrays: Mapping[str, np.ndarray | None]) -> None:
+        """Store the sums of the batch starting at chunk ``first`` of ``stream``, atomically.
+
+        ``arrays`` maps ``counts``, ``loss`` and ``fixed`` to arrays, or ``None`` when absent.
+        """
+        path = self._path(stream, first)
+        present = {k: np.asarray(v) for k, v in arrays.items() if v is not None}
+        unknown = set(present) - set(_ARRAYS)
+        if unknown:
+            raise ValueError(f"arrays must be among {_ARRAYS}, got {sorted(unknown)}")
+        _write_atomic(path, lambda handle: np.savez(handle, **present))
+
+    def load(self, stream: str, first: int) -> dict[str, np.ndarray | None] | None:
+        """The stored sums of a batch (``None`` for arrays not stored), or ``None`` if absent."""
+        path = self._path(stream, first)
+        if not path.exists():
+            return None
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                return {k: (data[k].copy() if k in data.files else None) for k in _ARRAYS}
+        except (OSError, ValueError) as exc:
+            raise ValueError(
+                f"store {self.directory}: cannot read {path.name} ({exc}); delete it to rerun "
+                "that batch"
+            ) from None
+
+    def __repr__(self) -> str:
+        return f"ChunkStore({str(self.directory)!r}, digest={self.digest[:12]})"

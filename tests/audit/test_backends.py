@@ -1,0 +1,132 @@
+"""Backends: argument checks, and bit-identical results on a Dask LocalCluster and in-process."""
+
+from __future__ import annotations
+
+import pytest
+
+import dpaudit
+from dpaudit.audit.backends import BACKENDS, backend, check_scheduler, dask_available
+from dpaudit.mechanisms import Gaussian, RandomizedResponse
+
+
+def _record(result) -> dict:
+    out = result.to_dict()
+    out.pop("elapsed_seconds")
+    return out
+
+
+def test_backends_listed():
+    assert BACKENDS == ("local", "dask")
+
+
+@pytest.mark.parametrize(
+    "address", ["tcp://127.0.0.1:8786", "tcp://scheduler:8786", "tls://10.0.0.1:8786"]
+)
+def test_scheduler_addresses_accepted(address):
+    assert check_scheduler(address) == address
+
+
+@pytest.mark.parametrize("address", ["", "127.0.0.1:8786", "http://x:1", "tcp://", 8786, None])
+def test_scheduler_addresses_refused(address):
+    with pytest.raises(ValueError, match="scheduler must be a Dask scheduler address"):
+        check_scheduler(address)
+
+
+def test_invalid_backend_arguments():
+    with pytest.raises(ValueError, match="backend"):
+        with backend("spark"):
+            pass
+    with pytest.raises(ValueError, match="scheduler is only used with backend 'dask'"):
+        with backend("local", scheduler="tcp://x:1"):
+            pass
+    with pytest.raises(ValueError, match="n_workers is only used with backend 'dask'"):
+        with backend("local", n_workers=2):
+            pass
+    if dask_available():
+        with pytest.raises(ValueError, match="n_workers"):
+            with backend("dask", n_workers=0):
+                pass
+
+
+def test_local_backend_is_a_no_op():
+    with backend("local") as client:
+        assert client is None
+        result = dpaudit.audit(Gaussian(1.0), trials=5_000, seed=1)
+    assert _record(result) == _record(dpaudit.audit(Gaussian(1.0), trials=5_000, seed=1))
+
+
+def test_dask_missing_is_a_clear_error(monkeypatch):
+    from dpaudit.audit import backends
+
+    monkeypatch.setattr(backends, "dask_available", lambda: False)
+    with pytest.raises(ValueError, match=r"needs dask.distributed: pip install 'dpaudit\[dask\]'"):
+        with backends.backend("dask"):
+            pass
+
+
+@pytest.mark.skipif(not dask_available(), reason="dask.distributed is not installed")
+def test_local_cluster_with_two_workers_is_bit_identical_to_one_process(tmp_path):
+    audits = [
+        (Gaussian(1.0), {"trials": 300_000, "seed": 7, "chunk_size": 4096}),
+        (RandomizedResponse(1.0), {"trials": 100_000, "seed": 8}),
+    ]
+    local = [_record(dpaudit.audit(m, n_jobs=1, **kw)) for m, kw in audits]
+    with backend("dask", n_workers=2) as client:
+        assert len(client.scheduler_info()["workers"]) == 2
+        on_cluster = [_record(dpaudit.audit(m, n_jobs=-1, **kw)) for m, kw in audits]
+        # The store works the same on the cluster: the driver saves what the workers return.
+        stored = _record(dpaudit.audit(*audits[0][:1], n_jobs=-1, store=tmp_path, **audits[0][1]))
+    assert on_cluster == local
+    assert stored == local[0]
+
+
+_SPEC = """
+[[audit]]
+name = "gaussian"
+mechanism = { kind = "gaussian", sigma = 1.0 }
+trials = 50_000
+seed = 3
+"""
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--scheduler", "tcp://127.0.0.1:8786"], "--scheduler needs --backend dask"),
+        (["--backend", "dask", "--scheduler", "127.0.0.1"], "scheduler must be a Dask scheduler"),
+        (["--backend", "spark"], "invalid choice: 'spark'"),
+        (["--backend", "dask", "--n-jobs", "-3"], "--n-jobs must be a positive integer or -1"),
+    ],
+)
+def test_cli_backend_options_are_checked(tmp_path, capsys, args, message):
+    from dpaudit import cli
+
+    spec = tmp_path / "spec.toml"
+    spec.write_text(_SPEC)
+    code = cli.main(["run", str(spec), "-o", str(tmp_path / "out"), "--quiet", *args])
+    err = capsys.readouterr().err.splitlines()
+    assert code == cli.EXIT_USER_ERROR and len(err) == 1 and message in err[0], err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.skipif(not dask_available(), reason="dask.distributed is not installed")
+def test_cli_dask_backend_matches_local(tmp_path):
+    import json
+
+    from dpaudit import cli
+
+    spec = tmp_path / "spec.toml"
+    spec.write_text(_SPEC)
+    base = ["run", str(spec), "--quiet"]
+    assert cli.main([*base, "-o", str(tmp_path / "local")]) == cli.EXIT_OK
+    dask = ["--backend", "dask", "--n-jobs", "2", "--store", str(tmp_path / "store")]
+    assert cli.main([*base, "-o", str(tmp_path / "dask"), *dask]) == cli.EXIT_OK
+
+    def load(name):
+        audits = json.loads((tmp_path / name / "results.json").read_text())["audits"]
+        for record in audits:
+            record.pop("elapsed_seconds")
+            record.pop("spec")  # records the n_jobs override
+        return audits
+
+    assert load("dask") == load("local")
