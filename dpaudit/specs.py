@@ -480,6 +480,33 @@ register_attack(
 )
 
 
+def _dpsgd(**keys: Any) -> Mechanism:
+    from dpaudit.mechanisms.dpsgd import DPSGD
+
+    return DPSGD(**keys)
+
+
+register_mechanism(
+    "dpsgd",
+    _dpsgd,
+    {
+        "model": Param("string", False, "logistic", "'logistic' or 'mlp'"),
+        "dataset": Param("string", False, "synthetic", "'synthetic' or 'goog'"),
+        "sigma": Param("number", help="noise multiplier: N(0, sigma^2 clip^2) on the sum"),
+        "steps": Param("integer", help="training steps T"),
+        "rate": Param("number", False, None, "Poisson rate q (fixed batches: m = rate * n)"),
+        "batch_size": Param("integer", False, None, "fixed batch size m (sampling = 'fixed')"),
+        "clip": Param("number", False, 1.0, "per-example gradient clipping norm C"),
+        "learning_rate": Param("number", False, 0.5, "step size"),
+        "sampling": Param("string", False, "poisson", "'poisson' (add/remove) or 'fixed'"),
+        "canary": Param("string", False, "dirac", "'dirac' (gradient) or 'input' (outlier)"),
+        "observe": Param("string", False, "final", "'final' model or canary 'updates'"),
+        "hidden": Param("integer", False, 16, "hidden units of the MLP"),
+        "seed": Param("integer", False, 0, "seed of the synthetic data and the MLP's start"),
+    },
+    "DP-SGD trained many times on a small dataset with a canary: final model or canary updates",
+)
+
 register_mechanism(
     "noisy_mean",
     lambda **keys: mechanisms.NoisyMean(**keys),

@@ -1,0 +1,778 @@
+"""DP-SGD (NoisySGD, Dong, Roth & Su 2022, "Gaussian differential privacy", Algorithm 1), trained
+many times at once so that its privacy can be audited by Monte Carlo.
+
+One call ``sample(dataset, size, rng)`` trains ``size`` independent models on ``dataset``; the
+models sit side by side in an array of shape ``(size, P)`` and every step is a handful of
+vectorised numpy operations over all runs and all sampled examples together.
+
+Step ``t`` of every run (THEORY.md section 6):
+
+1. **sample a batch**: Poisson sampling, each record independently with probability ``q``
+   (``sampling="poisson"``, neighbouring relation ``add_remove``), or exactly ``m`` of the ``n``
+   records uniformly without replacement (``sampling="fixed"``, relation ``replace_one``);
+2. **clip** every per-example gradient to l2 norm at most ``C``;
+3. **sum** the clipped gradients and add ``N(0, sigma^2 C^2 I_P)``;
+4. **step**: ``theta <- theta - lr * (noisy sum) / B`` with the constant ``B = q n_ref``
+   (Poisson, ``n_ref`` the size of the mechanism's own dataset) or ``B = m`` (fixed size).
+   ``B`` never depends on the dataset being trained on, so the scaling reveals nothing.
+
+Models (``P`` parameters, the last one the canary coordinate ``theta_c``, see below):
+
+- ``"logistic"``: ``logit(x) = w . x + b``; parameters ``[w (k), b, theta_c]``, ``P = k + 2``;
+  initial parameters 0.
+- ``"mlp"``: one hidden layer of ``hidden`` tanh units, ``logit(x) = w2 . tanh(W1 x + b1) + b2``;
+  parameters ``[W1 (hidden x k, row-major), b1, w2, b2, theta_c]``; initial ``W1 ~ N(0, 1/k)``,
+  ``w2 ~ N(0, 1/hidden)``, biases 0, drawn once from ``seed`` (every run starts from the same
+  parameters, which only strengthens the adversary).
+
+The loss of an ordinary example is the logistic loss ``log(1 + e^z) - y z`` of its logit ``z``.
+A **Dirac canary** (record layout in :mod:`dpaudit.mechanisms.datasets`: canary coefficient
+``c != 0``) has the linear loss ``c C theta_c``: its gradient is ``c C`` along ``theta_c`` and zero
+elsewhere, and no ordinary example's gradient ever touches ``theta_c`` (Nasr et al. 2023, "Tight
+auditing of differentially private machine learning", gradient canaries). The **input canary**
+is an ordinary record: an outlier with the wrong label
+(:func:`~dpaudit.mechanisms.datasets.input_canary`).
+
+What is observed:
+
+- ``observe="final"`` (black box): the final parameters, shape ``(size, P)``.
+- ``observe="updates"`` (white box, Dirac canary): for every step ``t`` the noisy clipped
+  gradient sum along the canary coordinate in units of ``C``, shape ``(size, T)``:
+  ``y_t = (sum_{i in B_t} g_i + sigma C xi_t)[theta_c] / C = sum_{i in B_t} c_i + sigma xi_t``,
+  equivalently ``y_t = -(B / (lr C)) (theta_c after step t - theta_c before)``. So ``y_t`` is
+  exactly one draw of the Poisson- (or fixed-size-) subsampled Gaussian mechanism with noise
+  ``sigma`` on the records' coefficients ``c_i`` (THEORY.md section 2), independently across
+  steps: that is :meth:`DPSGD.log_density`, and the likelihood-ratio attack on it is the
+  Neyman-Pearson score ``sum_t log(1 - q + q exp((2 y_t - 1) / (2 sigma^2)))`` of THEORY.md
+  section 6.
+
+Theory (``epsilon``, ``delta``, ``tradeoff`` with ``method=`` ``"pld"``, ``"rdp"``,
+``"berry_esseen"``, ``"gdp_clt"``; a single step also ``"exact"``): every step is a subsampled
+Gaussian mechanism with sensitivity ``C`` (add/remove) or ``2C`` (replace-one) and noise ``sigma C``
+on the sum, whatever the model and the data, and the ``T`` steps compose adaptively (DRS
+Theorem 10: ``C_p(f)^{tensor T}``). The accountant is :attr:`DPSGD.accountant`,
+``Composed(PoissonSubsampled(Gaussian(sigma, 1), q), T)`` or
+``Composed(FixedSizeSubsampled(Gaussian(sigma, 1), m, n), T)`` in units of ``C``. DRS add noise
+``2 sigma C`` to the sum of a fixed-size batch (their ``sigma`` is relative to the replace-one
+sensitivity), hence their ``f = G_{1/sigma}``; with noise ``sigma C`` here, ``f = G_{2/sigma}``.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from scipy import sparse
+from scipy.special import expit
+
+from dpaudit.bounds.validation import (
+    check_choice,
+    check_integer,
+    check_positive,
+    check_probability,
+)
+from dpaudit.mechanisms.base import (
+    Mechanism,
+    NeighbouringPair,
+    PrivacyProfile,
+    check_outputs,
+    check_rng,
+    check_size,
+)
+from dpaudit.mechanisms.composed import Composed
+from dpaudit.mechanisms.datasets import (
+    Dataset,
+    dirac_canary,
+    input_canary,
+    load,
+    split_records,
+)
+from dpaudit.mechanisms.gaussian import Gaussian
+from dpaudit.mechanisms.subsampled import FixedSizeSubsampled, PoissonSubsampled
+
+__all__ = ["DPSGD", "MODELS", "SAMPLINGS", "CANARIES", "OBSERVATIONS"]
+
+#: Model families.
+MODELS = ("logistic", "mlp")
+#: Batch sampling schemes (and their neighbouring relations).
+SAMPLINGS = ("poisson", "fixed")
+#: Canary kinds that define :meth:`DPSGD.worst_case_pair`.
+CANARIES = ("dirac", "input")
+#: What one training run releases.
+OBSERVATIONS = ("final", "updates")
+
+# Sampled (run, record) pairs per block of steps: bounds the memory of the batch draws.
+_BLOCK_ENTRIES = 2**20
+
+
+class _Model(ABC):
+    """Parameters ``[model parameters (P - 1), theta_c]`` and clipped gradient sums.
+
+    Examples enter through the model's *design* rows (:meth:`design`, one row per example) and
+    ``sq = ||x||^2 + 1``. A batch of ``S`` runs is ``K`` (run, example) pairs sorted by run.
+    """
+
+    #: Most (run, example) pairs per step handed to :meth:`gradient_sums` at once.
+    pairs_per_step = 2**18
+
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+
+    @property
+    @abstractmethod
+    def n_params(self) -> int:
+        """``P``, the canary coordinate included."""
+
+    @abstractmethod
+    def initial(self) -> np.ndarray:
+        """Initial parameters, shape ``(P,)``."""
+
+    @abstractmethod
+    def design(self, x: np.ndarray) -> np.ndarray:
+        """Per-example rows the model reads, from the features ``x`` (``(n, k)``)."""
+
+    @abstractmethod
+    def logits(self, theta: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Logit of design row ``rows[i]`` under ``theta[i]`` (``(K, P)``): shape ``(K,)``."""
+
+    @abstractmethod
+    def gradient_sums(
+        self,
+        theta: np.ndarray,
+        run: np.ndarray,
+        rows: np.ndarray,
+        y: np.ndarray,
+        sq: np.ndarray,
+        clip: float,
+    ) -> np.ndarray:
+        """For each run ``s`` (parameters ``theta[s]``, ``(S, P)``), the sum over its pairs
+        (``run`` sorted; design rows, labels and ``sq`` of the pairs' examples) of the logistic
+        loss gradient scaled down to l2 norm at most ``clip`` (``inf``: unclipped). Shape
+        ``(S, P)``; the canary coordinate is 0."""
+
+
+def _clip_factor(norm_sq: np.ndarray, clip: float) -> np.ndarray:
+    """``min(1, clip / norm)``, 1 for a zero gradient."""
+    with np.errstate(divide="ignore"):
+        return np.minimum(1.0, clip / np.sqrt(norm_sq))
+
+
+class _Logistic(_Model):
+    """``logit = w . x + b``; gradient ``(s(z) - y) (x, 1)`` with ``s`` the logistic function.
+
+    Design rows are ``(x, 1, 0)``: the logit is their dot product with the parameters, and the
+    gradient is a multiple of them (0 in the canary coordinate).
+    """
+
+    @property
+    def n_params(self) -> int:
+        return self.dim + 2
+
+    def initial(self) -> np.ndarray:
+        return np.zeros(self.n_params)
+
+    def design(self, x: np.ndarray) -> np.ndarray:
+        out = np.zeros((x.shape[0], self.n_params))
+        out[:, : self.dim] = x
+        out[:, self.dim] = 1.0
+        return out
+
+    def logits(self, theta: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        return np.einsum("ij,ij->i", rows, theta)
+
+    def gradient_sums(
+        self,
+        theta: np.ndarray,
+        run: np.ndarray,
+        rows: np.ndarray,
+        y: np.ndarray,
+        sq: np.ndarray,
+        clip: float,
+    ) -> np.ndarray:
+        size = theta.shape[0]
+        r = expit(self.logits(np.take(theta, run, axis=0), rows)) - y
+        # ||(s(z) - y)(x, 1)|| = |s(z) - y| sqrt(||x||^2 + 1)
+        coef = r * _clip_factor(r * r * sq, clip)
+        indptr = np.searchsorted(run, np.arange(size + 1))
+        sums = sparse.csr_array((coef, np.arange(run.size), indptr), shape=(size, run.size))
+        return sums @ rows
+
+
+class _MLP(_Model):
+    """One hidden tanh layer: ``logit = w2 . tanh(W1 x + b1) + b2``; design rows are ``x``.
+
+    Gradient sums work on padded batches, ``(S, width, k)`` with zero-weight empty slots, so
+    that every product is a stack of small matrix products on the runs' own parameters.
+    """
+
+    pairs_per_step = 2**16
+
+    def __init__(self, dim: int, hidden: int, seed: int) -> None:
+        super().__init__(dim)
+        self.hidden = hidden
+        self.seed = seed
+
+    @property
+    def n_params(self) -> int:
+        return self.hidden * (self.dim + 2) + 2
+
+    def initial(self) -> np.ndarray:
+        rng = np.random.default_rng(self.seed)
+        h, k = self.hidden, self.dim
+        theta = np.zeros(self.n_params)
+        theta[: h * k] = rng.normal(0.0, 1.0 / math.sqrt(k), size=h * k)
+        theta[h * k + h : h * k + 2 * h] = rng.normal(0.0, 1.0 / math.sqrt(h), size=h)
+        return theta
+
+    def design(self, x: np.ndarray) -> np.ndarray:
+        return x
+
+    def _split(self, theta: np.ndarray) -> tuple[np.ndarray, ...]:
+        h, k = self.hidden, self.dim
+        w1 = theta[:, : h * k].reshape(-1, h, k)
+        return w1, theta[:, h * k : h * k + h], theta[:, h * k + h : h * k + 2 * h], theta[:, -2]
+
+    def _forward(self, theta: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Hidden units ``(S, width, h)`` and logits ``(S, width)`` of padded ``x``."""
+        w1, b1, w2, b2 = self._split(theta)
+        hidden = np.tanh(np.matmul(x, w1.transpose(0, 2, 1)) + b1[:, None, :])
+        return hidden, np.matmul(hidden, w2[:, :, None])[..., 0] + b2[:, None]
+
+    def logits(self, theta: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        return self._forward(theta, rows[:, None, :])[1][:, 0]
+
+    def gradient_sums(
+        self,
+        theta: np.ndarray,
+        run: np.ndarray,
+        rows: np.ndarray,
+        y: np.ndarray,
+        sq: np.ndarray,
+        clip: float,
+    ) -> np.ndarray:
+        h, k = self.hidden, self.dim
+        size = theta.shape[0]
+        indptr = np.searchsorted(run, np.arange(size + 1))
+        width = max(1, int(np.diff(indptr).max()))
+        slot = run * width + (np.arange(run.size) - indptr[run])
+        padded = np.zeros((3, size * width))
+        padded[0, slot] = y
+        padded[1, slot] = sq
+        padded[2, slot] = 1.0
+        yp, sqp, valid = padded.reshape(3, size, width)
+        xp = np.zeros((size * width, k))
+        xp[slot] = rows
+        xp = xp.reshape(size, width, k)
+        w2 = self._split(theta)[2]
+        hidden, z = self._forward(theta, xp)
+        r = expit(z) - yp
+        d_hidden = (r[..., None] * w2[:, None, :]) * (1.0 - hidden * hidden)
+        # ||dW1||^2 = ||d_hidden||^2 ||x||^2 (an outer product); the biases add the rest.
+        norm_sq = r * r * (np.einsum("skh,skh->sk", hidden, hidden) + 1.0)
+        norm_sq += np.einsum("skh,skh->sk", d_hidden, d_hidden) * sqp
+        scale = _clip_factor(norm_sq, clip) * valid
+        d_hidden *= scale[..., None]
+        rs = r * scale
+        out = np.zeros((size, self.n_params))
+        out[:, : h * k] = np.matmul(d_hidden.transpose(0, 2, 1), xp).reshape(size, h * k)
+        out[:, h * k : h * k + h] = d_hidden.sum(axis=1)
+        out[:, h * k + h : h * k + 2 * h] = np.matmul(rs[:, None, :], hidden)[:, 0, :]
+        out[:, h * k + 2 * h] = rs.sum(axis=1)
+        return out
+
+
+def _poisson_cells(rng: np.random.Generator, q: float, cells: int) -> np.ndarray:
+    """Sorted indices of the successes among ``cells`` independent Bernoulli(q) trials, drawn
+    as cumulative sums of geometric gaps (work proportional to the successes, not the cells)."""
+    if cells == 0:
+        return np.zeros(0, dtype=np.int64)
+    if q == 1.0:
+        return np.arange(cells, dtype=np.int64)
+    expected = cells * q
+    draw = int(expected + 6.0 * math.sqrt(expected) + 16)
+    pos = np.cumsum(rng.geometric(q, size=draw)) - 1
+    while pos[-1] < cells:
+        pos = np.concatenate([pos, pos[-1] + np.cumsum(rng.geometric(q, size=draw))])
+    return pos[: np.searchsorted(pos, cells)]
+
+
+def _fixed_batches(rng: np.random.Generator, m: int, n: int, shape: tuple[int, int]) -> np.ndarray:
+    """``shape + (m,)`` record indices: for each entry a uniform ``m``-subset of ``range(n)``.
+
+    Small ``m`` (``m^2 <= 4n``): Floyd's algorithm, vectorised over the entries (``m`` rounds of
+    one draw each). Otherwise the ``m`` smallest of ``n`` uniform keys, a few thousand entries
+    at a time so that the keys stay within :data:`_BLOCK_ENTRIES` numbers.
+    """
+    if m * m <= 4 * n:
+        chosen = np.empty((*shape, m), dtype=np.int64)
+        for i, j in enumerate(range(n - m, n)):
+            t = rng.integers(0, j + 1, size=shape)
+            taken = (chosen[..., :i] == t[..., None]).any(axis=-1)
+            chosen[..., i] = np.where(taken, j, t)
+        return chosen
+    entries = shape[0] * shape[1]
+    chosen = np.empty((entries, m), dtype=np.int64)
+    rows = max(1, _BLOCK_ENTRIES // n)
+    for first in range(0, entries, rows):
+        keys = rng.random((min(rows, entries - first), n))
+        chosen[first : first + keys.shape[0]] = np.argpartition(keys, m - 1, axis=1)[:, :m]
+    return chosen.reshape(*shape, m)
+
+
+class DPSGD(Mechanism):
+    """NoisySGD on a small classification set, vectorised across independent training runs.
+
+    See the module docstring for the algorithm, the canaries and what is observed.
+
+    Parameters
+    ----------
+    model:
+        ``"logistic"`` or ``"mlp"`` (one hidden tanh layer of ``hidden`` units).
+    dataset:
+        ``"synthetic"`` (:func:`~dpaudit.mechanisms.datasets.synthetic`, 1000 examples, 20
+        features, from ``seed``), ``"goog"`` (:func:`~dpaudit.mechanisms.datasets.goog`), or a
+        :class:`~dpaudit.mechanisms.datasets.Dataset`. It defines the worst-case pair, the
+        feature dimension, ``n`` and the batch normaliser ``B``.
+    sigma:
+        Noise multiplier: the noise on the gradient sum is ``N(0, sigma^2 C^2 I)``.
+    steps:
+        Number of steps ``T``.
+    rate:
+        Poisson sampling rate ``q`` in ``(0, 1]``. With ``sampling="fixed"`` it may give the batch
+        size instead of ``batch_size``: ``m = round(rate * n)`` (at least 1).
+    batch_size:
+        Fixed batch size ``m`` in ``[1, n]`` (``sampling="fixed"`` only).
+    clip:
+        Clipping norm ``C > 0``.
+    learning_rate:
+        Step size ``lr > 0``.
+    sampling:
+        ``"poisson"`` (add/remove) or ``"fixed"`` (replace-one).
+    canary:
+        ``"dirac"`` or ``"input"``: the target of :meth:`worst_case_pair`.
+    observe:
+        ``"final"`` (parameters) or ``"updates"`` (canary-coordinate updates; needs the Dirac
+        canary).
+    hidden:
+        Hidden units of the MLP (ignored by the logistic model).
+    seed:
+        Seed of the synthetic data and of the MLP's initial parameters (not of the training
+        randomness, which comes from the ``rng`` of :meth:`sample`).
+    """
+
+    def __init__(
+        self,
+        model: str = "logistic",
+        dataset: str | Dataset = "synthetic",
+        *,
+        sigma: float,
+        steps: int,
+        rate: float | None = None,
+        batch_size: int | None = None,
+        clip: float = 1.0,
+        learning_rate: float = 0.5,
+        sampling: str = "poisson",
+        canary: str = "dirac",
+        observe: str = "final",
+        hidden: int = 16,
+        seed: int = 0,
+    ) -> None:
+        self.model = check_choice("model", model, MODELS)
+        self.sampling = check_choice("sampling", sampling, SAMPLINGS)
+        self.canary = check_choice("canary", canary, CANARIES)
+        self.observe = check_choice("observe", observe, OBSERVATIONS)
+        if self.observe == "updates" and self.canary != "dirac":
+            raise ValueError(
+                "observe='updates' records the updates along the Dirac canary's coordinate; "
+                f"it needs canary='dirac', got canary={canary!r}"
+            )
+        self.sigma = check_positive("sigma", sigma)
+        self.steps = check_integer("steps", steps, minimum=1)
+        self.clip = check_positive("clip", clip)
+        self.learning_rate = check_positive("learning_rate", learning_rate)
+        self.hidden = check_integer("hidden", hidden, minimum=1)
+        self.seed = check_integer("seed", seed, minimum=0)
+        if isinstance(dataset, Dataset):
+            self.dataset, self.dataset_name = dataset, dataset.name
+        elif dataset == "synthetic":
+            self.dataset, self.dataset_name = load("synthetic", seed=self.seed), dataset
+        else:
+            self.dataset, self.dataset_name = load(dataset), dataset
+        n = self.dataset.n
+        if self.sampling == "poisson":
+            if batch_size is not None:
+                raise ValueError(
+                    f"batch_size is for sampling='fixed'; Poisson sampling takes rate, "
+                    f"got batch_size={batch_size!r}"
+                )
+            if rate is None:
+                raise ValueError("sampling='poisson' needs rate, a probability in (0, 1]")
+            self.rate = check_probability("rate", rate, low_open=True)
+            self.batch_size: int | None = None
+            self.relation = "add_remove"
+            self.batch_scale = self.rate * n
+        else:
+            if (rate is None) == (batch_size is None):
+                raise ValueError(
+                    "sampling='fixed' needs exactly one of batch_size (an integer in "
+                    f"[1, {n}]) and rate, got rate={rate!r}, batch_size={batch_size!r}"
+                )
+            if batch_size is None:
+                q = check_probability("rate", rate, low_open=True)
+                batch_size = max(1, round(q * n))
+            self.batch_size = check_integer("batch_size", batch_size, minimum=1, maximum=n)
+            self.rate = self.batch_size / n
+            self.relation = "replace_one"
+            self.batch_scale = float(self.batch_size)
+        if self.model == "logistic":
+            self._model: _Model = _Logistic(self.dataset.dim)
+        else:
+            self._model = _MLP(self.dataset.dim, self.hidden, self.seed)
+
+    # ------------------------------------------------------------------ description
+    @property
+    def n_params(self) -> int:
+        """``P``: model parameters plus the canary coordinate (the last one)."""
+        return self._model.n_params
+
+    @property
+    def canary_index(self) -> int:
+        """Index of the canary coordinate ``theta_c`` in a parameter vector."""
+        return self.n_params - 1
+
+    def initial_params(self) -> np.ndarray:
+        """The initial parameters of every run, shape ``(P,)``."""
+        return self._model.initial()
+
+    @property
+    def name(self) -> str:
+        """Short label, e.g. ``DPSGD(logistic, synthetic, sigma=1, q=0.01, T=100, C=1, poisson,
+        input, final)``."""
+        batch = f"q={self.rate:g}" if self.sampling == "poisson" else f"m={self.batch_size}"
+        return (
+            f"DPSGD({self.model}, {self.dataset_name}, sigma={self.sigma:g}, {batch}, "
+            f"T={self.steps}, C={self.clip:g}, {self.sampling}, {self.canary}, {self.observe})"
+        )
+
+    def params(self) -> dict[str, Any]:
+        """The constructor parameters, JSON-ready (``dataset`` as its name)."""
+        out: dict[str, Any] = {
+            "model": self.model,
+            "dataset": self.dataset_name,
+            "sigma": self.sigma,
+            "steps": self.steps,
+        }
+        if self.sampling == "poisson":
+            out["rate"] = self.rate
+        else:
+            out["batch_size"] = self.batch_size
+        out.update(
+            clip=self.clip,
+            learning_rate=self.learning_rate,
+            sampling=self.sampling,
+            canary=self.canary,
+            observe=self.observe,
+        )
+        if self.model == "mlp":
+            out["hidden"] = self.hidden
+        out["seed"] = self.seed
+        return out
+
+    # ------------------------------------------------------------------ theory
+    @property
+    def accountant(self) -> Composed:
+        """The ``T``-fold subsampled Gaussian mechanism in units of ``C`` (module docstring).
+
+        It is also the exact law of the ``observe="updates"`` outputs on the records' canary
+        coefficients, which is why :meth:`log_density` delegates to it.
+        """
+        cached = self.__dict__.get("_accountant")
+        if cached is None:
+            base = Gaussian(self.sigma, 1.0)
+            if self.sampling == "poisson":
+                step: Mechanism = PoissonSubsampled(base, self.rate)
+            else:
+                step = FixedSizeSubsampled(base, self.batch_size, self.dataset.n)
+            cached = self.__dict__["_accountant"] = Composed(step, self.steps)
+        return cached
+
+    def _theories(self) -> dict[str, Callable[[], PrivacyProfile]]:
+        """The accountant's methods: ``pld``, ``rdp``, ``berry_esseen``, ``gdp_clt`` (and
+        ``exact`` for ``T = 1``)."""
+        acc = self.accountant
+        return {m: (lambda m=m: acc.theory(m)) for m in acc.theory_methods}
+
+    # ------------------------------------------------------------------ data and canaries
+    def canary_record(self) -> np.ndarray:
+        """The target record of :meth:`worst_case_pair` (record layout of
+        :mod:`dpaudit.mechanisms.datasets`)."""
+        if self.canary == "dirac":
+            return dirac_canary(self.dataset.dim, 1.0)
+        return input_canary(self.dataset)
+
+    def worst_case_pair(self) -> NeighbouringPair:
+        """The canary pair audited by default.
+
+        - Poisson (``add_remove``): ``D`` is the dataset, ``D_prime`` the dataset plus the canary.
+          With the Dirac canary the updates along ``theta_c`` are ``N(0, sigma^2)`` against
+          ``(1 - q) N(0, sigma^2) + q N(1, sigma^2)`` per step: the dominating pair itself.
+        - Fixed size, input canary (``replace_one``): the last example replaced by the canary.
+        - Fixed size, Dirac canary: every record a Dirac canary with coefficient ``-1`` in ``D``,
+          the last one ``+1`` in ``D_prime``. Then ``y_t`` is ``N(-m, sigma^2)`` against
+          ``(1 - p) N(-m, sigma^2) + p N(2 - m, sigma^2)``, the dominating pair of the
+          replace-one bound (shift ``2C``), attained exactly. With ordinary records in the
+          dataset ``D``'s updates would be a mixture too, and the pair less distinguishable.
+        """
+        records = self.dataset.records()
+        target = self.canary_record()
+        if self.sampling == "poisson":
+            return NeighbouringPair(
+                records,
+                np.vstack([records, target]),
+                "add_remove",
+                description=f"{self.dataset_name} vs {self.dataset_name} plus the "
+                f"{self.canary} canary",
+            )
+        if self.canary == "dirac":
+            records[:, -1] = -1.0
+            description = "every record a Dirac canary with coefficient -1; the last one -1 vs +1"
+        else:
+            description = f"{self.dataset_name}: last example vs the input canary"
+        d_prime = records.copy()
+        d_prime[-1] = target
+        return NeighbouringPair(records, d_prime, "replace_one", description=description)
+
+    def output_shape(self, dataset: np.ndarray) -> tuple[int, ...]:
+        """``(P,)`` for ``observe="final"``, ``(T,)`` for ``observe="updates"``."""
+        return (self.n_params,) if self.observe == "final" else (self.steps,)
+
+    def _records(self, dataset: object) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        x, y, c = split_records(dataset, self.dataset.dim)
+        if self.sampling == "fixed" and x.shape[0] != self.dataset.n:
+            raise ValueError(
+                f"dataset must hold exactly n={self.dataset.n} records with fixed-size "
+                f"batches (replace-one), got {x.shape[0]}"
+            )
+        return x, y, c
+
+    # ------------------------------------------------------------------ training
+    def sample(self, dataset: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+        """Train ``size`` models on ``dataset`` (float64 outputs, see :meth:`output_shape`).
+
+        ``dataset`` is a record array ``(n, k + 2)`` (:mod:`dpaudit.mechanisms.datasets`); with
+        fixed-size batches it must hold exactly the mechanism's ``n`` records.
+        """
+        size = check_size(size)
+        rng = check_rng(rng)
+        x, y, c = self._records(dataset)
+        # runs are independent: train them in groups that keep one step's arrays small
+        width = x.shape[0] * self.rate if self.sampling == "poisson" else self.batch_size
+        group = max(1, int(self._model.pairs_per_step // max(width, 1.0)))
+        parts = [
+            self._train(x, y, c, min(group, size - first), rng)
+            for first in range(0, max(size, 1), group)
+        ]
+        return np.concatenate([part[0 if self.observe == "final" else 1] for part in parts])
+
+    def _train(
+        self,
+        x: np.ndarray,
+        y: np.ndarray,
+        c: np.ndarray,
+        size: int,
+        rng: np.random.Generator,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Final parameters ``(size, P)`` and canary-coordinate updates ``(size, T)``."""
+        n, p = x.shape[0], self.n_params
+        theta = np.tile(self._model.initial(), (size, 1))
+        updates = np.empty((self.steps, size))
+        if size == 0:
+            return theta, updates.T
+        design = self._model.design(x)
+        sq = np.einsum("ij,ij->i", x, x) + 1.0
+        noise_scale = self.sigma * self.clip
+        step_size = self.learning_rate / self.batch_scale
+        width = n * self.rate if self.sampling == "poisson" else self.batch_size
+        block = max(1, min(self.steps, int(_BLOCK_ENTRIES // (size * max(width, 1.0)))))
+        noise = np.empty((size, p))
+        for first in range(0, self.steps, block):
+            steps = min(block, self.steps - first)
+            for s, (run, rec, canary) in enumerate(self._batches(rng, steps, size, n, c)):
+                ordinary = ~canary
+                if ordinary.all():
+                    grad = self._sum_gradients(theta, run, rec, design, y, sq)
+                else:
+                    grad = self._sum_gradients(theta, run[ordinary], rec[ordinary], design, y, sq)
+                    grad[:, -1] = self.clip * np.bincount(
+                        run[canary], weights=c[rec[canary]], minlength=size
+                    )
+                grad += rng.standard_normal((size, p), out=noise) * noise_scale
+                updates[first + s] = grad[:, -1]
+                grad *= step_size
+                theta -= grad
+        return theta, np.ascontiguousarray(updates.T) / self.clip
+
+    def _sum_gradients(
+        self,
+        theta: np.ndarray,
+        run: np.ndarray,
+        rec: np.ndarray,
+        design: np.ndarray,
+        y: np.ndarray,
+        sq: np.ndarray,
+    ) -> np.ndarray:
+        """Clipped gradient sums of ordinary examples per run, ``(S, P)``."""
+        if run.size == 0:
+            return np.zeros_like(theta)
+        return self._model.gradient_sums(
+            theta, run, np.take(design, rec, axis=0), np.take(y, rec), np.take(sq, rec), self.clip
+        )
+
+    def _batches(
+        self, rng: np.random.Generator, steps: int, size: int, n: int, c: np.ndarray
+    ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """The batches of ``steps`` consecutive steps of ``size`` runs: per step the sampled
+        (run, record) pairs sorted by run, and which of them are Dirac canaries."""
+        if self.sampling == "fixed":
+            chosen = _fixed_batches(rng, self.batch_size, n, (steps, size))
+            canary = c[chosen] != 0.0
+            run = np.repeat(np.arange(size), self.batch_size)
+            return [(run, chosen[s].ravel(), canary[s].ravel()) for s in range(steps)]
+        cells = _poisson_cells(rng, self.rate, steps * size * n)
+        group = cells // max(n, 1)  # step * size + run
+        rec = cells - group * n
+        canary = c[rec] != 0.0
+        bounds = np.searchsorted(group, np.arange(steps + 1) * size)
+        return [
+            (group[a:b] - s * size, rec[a:b], canary[a:b])
+            for s, (a, b) in enumerate(zip(bounds[:-1], bounds[1:], strict=True))
+        ]
+
+    # ------------------------------------------------------------------ densities and losses
+    def log_density(self, dataset: np.ndarray, outputs: np.ndarray) -> np.ndarray:
+        """Exact log density of ``observe="updates"`` outputs on ``dataset``, shape ``(size,)``.
+
+        ``y_t = sum_{i in B_t} c_i + sigma xi_t`` independently over steps (module docstring),
+        so this is the accountant's density on the records' canary coefficients ``c_i``: a
+        product over steps of mixtures over which Dirac records the batch holds. Ordinary
+        records (``c_i = 0``) never move ``y_t``. Final models have no known density.
+        """
+        if self.observe != "updates":
+            raise NotImplementedError(
+                f"{self.name}: the law of the final model is unknown; only observe='updates' "
+                "has a log_density"
+            )
+        _, _, c = self._records(dataset)
+        y = check_outputs(outputs, (self.steps,))
+        return self.accountant.log_density(c, y)
+
+    def gradients(
+        self, params: np.ndarray, dataset: np.ndarray, clipped: bool = True
+    ) -> np.ndarray:
+        """Per-example gradients of every record's loss at ``params`` (shape ``(P,)``), clipped
+        to norm ``C`` unless ``clipped=False``: shape ``(n, P)``. Dirac canaries give
+        ``c C e_c``; ordinary examples have 0 in the canary coordinate."""
+        theta = self._params(params)
+        if theta.shape[0] != 1:
+            raise ValueError(f"params must be one parameter vector, got shape {np.shape(params)}")
+        x, y, c = split_records(dataset, self.dataset.dim)
+        out = np.zeros((x.shape[0], self.n_params))
+        ordinary = np.flatnonzero(c == 0.0)
+        if ordinary.size:
+            x = x[ordinary]
+            out[ordinary] = self._model.gradient_sums(
+                np.repeat(theta, ordinary.size, axis=0),
+                np.arange(ordinary.size),
+                self._model.design(x),
+                y[ordinary],
+                np.einsum("ij,ij->i", x, x) + 1.0,
+                self.clip if clipped else math.inf,
+            )
+        out[:, -1] = self.clip * c
+        return out
+
+    def loss(self, params: np.ndarray, record: np.ndarray) -> np.ndarray:
+        """Loss of one ``record`` under each parameter vector, shape ``(size,)``.
+
+        ``params`` has shape ``(size, P)`` (or ``(P,)``). Ordinary record: the logistic loss
+        ``log(1 + e^z) - y z`` of its logit ``z``. Dirac canary: ``c C theta_c``.
+        """
+        theta = self._params(params)
+        x, y, c = split_records(
+            np.reshape(np.asarray(record, dtype=float), (1, -1)), self.dataset.dim
+        )
+        if c[0] != 0.0:
+            return self.clip * c[0] * theta[:, -1]
+        row = self._model.design(x)
+        z = self._model.logits(theta, np.broadcast_to(row, (theta.shape[0], row.shape[1])))
+        return np.logaddexp(0.0, z) - y[0] * z
+
+    def membership_loss(self, pair: NeighbouringPair) -> Callable[[np.ndarray], np.ndarray]:
+        """The statistic of :class:`~dpaudit.attacks.MembershipInference` on final models: the
+        loss of the pair's target record, ``outputs (size, P) -> (size,)``.
+
+        The target is the record ``D_prime`` holds and ``D`` does not (the added or the
+        replacing record). When only ``D`` holds an extra record (an add/remove pair given in
+        the other order) the statistic is minus its loss, so that a small value still means
+        "``D_prime``". Needs ``observe="final"``.
+        """
+        if self.observe != "final":
+            raise ValueError(
+                f"membership_loss needs final models (observe='final'), got {self.observe!r}"
+            )
+        if not isinstance(pair, NeighbouringPair):
+            raise ValueError(f"pair must be a NeighbouringPair, got {type(pair).__name__}")
+        extra = _extra_rows(pair.d_prime, pair.d)
+        if extra.shape[0] == 1:
+            return _TargetLoss(self, extra[0], 1.0)
+        missing = _extra_rows(pair.d, pair.d_prime)
+        if extra.shape[0] == 0 and missing.shape[0] == 1:
+            return _TargetLoss(self, missing[0], -1.0)
+        raise ValueError(
+            "pair must differ in exactly one record (the target); got "
+            f"{extra.shape[0]} records only in d_prime and {missing.shape[0]} only in d"
+        )
+
+    def _params(self, params: object) -> np.ndarray:
+        theta = np.asarray(params, dtype=float)
+        if theta.ndim == 1:
+            theta = theta[None, :]
+        if theta.ndim != 2 or theta.shape[1] != self.n_params:
+            raise ValueError(
+                f"params must have shape (size, {self.n_params}) or ({self.n_params},), "
+                f"got {np.shape(params)}"
+            )
+        if np.isnan(theta).any():
+            raise ValueError("params must not contain NaN")
+        return theta
+
+
+def _extra_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Rows of ``a`` not matched by a row of ``b`` (multiset difference, rows as records)."""
+    a = np.atleast_2d(np.asarray(a, dtype=float))
+    b = np.atleast_2d(np.asarray(b, dtype=float))
+    if b.size == 0 or a.shape[1] != b.shape[1]:
+        return a
+    values, inverse, counts = np.unique(
+        np.vstack([a, b]), axis=0, return_inverse=True, return_counts=True
+    )
+    inverse = inverse.ravel()
+    in_a = np.bincount(inverse[: a.shape[0]], minlength=values.shape[0])
+    in_b = counts - in_a
+    surplus = np.maximum(in_a - in_b, 0)
+    return np.repeat(values, surplus, axis=0)
+
+
+class _TargetLoss:
+    """``sign * loss(outputs, record)``: a picklable statistic for membership inference."""
+
+    def __init__(self, mechanism: DPSGD, record: np.ndarray, sign: float) -> None:
+        self.mechanism = mechanism
+        self.record = record
+        self.sign = sign
+
+    def __call__(self, outputs: np.ndarray) -> np.ndarray:
+        return self.sign * self.mechanism.loss(outputs, self.record)
