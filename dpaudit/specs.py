@@ -547,6 +547,106 @@ register_attack(
 )
 
 
+# --- foreign code: black boxes, adapters, flawed mechanisms, learned attacks ------------------
+
+
+def _blackbox(**keys: Any) -> Mechanism:
+    from dpaudit.mechanisms.blackbox import BlackBox
+
+    return BlackBox.from_spec(keys.pop("callable"), **keys)
+
+
+def _flawed(name: str, eps: float, **optional: Any) -> Mechanism:
+    from dpaudit.mechanisms.flawed import flawed
+
+    return flawed(name, eps, **{k: v for k, v in optional.items() if v is not None})
+
+
+def _adapter(library: str, **keys: Any) -> Mechanism:
+    from dpaudit.mechanisms import adapters
+
+    if library == "diffprivlib":
+        return adapters.diffprivlib_mechanism(**keys)
+    return adapters.opendp_mechanism(**keys)
+
+
+def _learned(mechanism: Mechanism, pair: NeighbouringPair, **keys: Any) -> Attack:
+    from dpaudit.attacks.learned import Learned
+
+    return Learned.for_mechanism(mechanism, pair, **keys)
+
+
+def _flawed_names() -> str:
+    from dpaudit.mechanisms.flawed import FLAWED
+
+    return ", ".join(FLAWED)
+
+
+register_mechanism(
+    "blackbox",
+    _blackbox,
+    {
+        "callable": Param("string", help="'package.module:function', fn(dataset, rng) -> output"),
+        "dataset": Param("array", False, None, "D, handed to the function"),
+        "neighbour": Param("array", False, None, "D_prime, handed to the function"),
+        "vectorised": Param("boolean", False, False, "call fn(dataset, size, rng) once per chunk"),
+        "relation": Param("string", False, None, "'add_remove' or 'replace_one' (default: sizes)"),
+        "params": Param("table", False, None, "the callable is a factory: factory(**params)"),
+        "name": Param("string", False, None, "label in results"),
+    },
+    "any release function, imported from 'callable' (one call per trial unless vectorised)",
+)
+register_mechanism(
+    "flawed",
+    _flawed,
+    {
+        "name": Param("string", help=f"one of: {_flawed_names()}"),
+        "eps": Param("number", False, 0.1, "the claimed eps"),
+        "k": Param("integer", False, None, "number of queries (length of the datasets)"),
+        "c": Param("integer", False, None, "sparse vector: cutoff"),
+        "threshold": Param("number", False, None, "sparse vector: threshold"),
+        "leak": Param("number", False, None, "laplace_skipped_noise: probability of no noise"),
+        "m": Param("integer", False, None, "randomized_response_binary_formula: categories"),
+    },
+    f"a mechanism from the DP-violation literature claiming eps-DP; names: {_flawed_names()}",
+)
+register_mechanism(
+    "diffprivlib",
+    lambda **keys: _adapter("diffprivlib", **keys),
+    {
+        "mechanism": Param("string", False, "laplace", "laplace, gaussian, gaussian_analytic"),
+        "epsilon": Param("number"),
+        "delta": Param("number", False, 0.0),
+        "sensitivity": Param("number", False, 1.0),
+        "dataset": Param("array", False, [0.0], "records summed by the query"),
+        "neighbour": Param("array", False, [1.0], "records summed by the query"),
+    },
+    "diffprivlib's Laplace or Gaussian mechanism on the sum of the records (optional package)",
+)
+register_mechanism(
+    "opendp",
+    lambda **keys: _adapter("opendp", **keys),
+    {
+        "mechanism": Param("string", False, "laplace", "'laplace' or 'gaussian'"),
+        "scale": Param("number", help="OpenDP's noise scale"),
+        "sensitivity": Param("number", False, 1.0),
+        "dataset": Param("array", False, [0.0], "records summed by the query"),
+        "neighbour": Param("array", False, [1.0], "records summed by the query"),
+    },
+    "OpenDP's Laplace or Gaussian measurement on the sum of the records (optional package)",
+)
+register_attack(
+    "learned",
+    _learned,
+    {
+        "model": Param("string", False, "auto", "'auto', 'discrete', 'histogram', ..."),
+        "features": Param("string", False, "mechanism", "'mechanism' statistic or 'none'"),
+        "train_trials": Param("integer", False, 2**17, "extra training outputs per dataset"),
+        "seed": Param("integer", False, 0, "seed of the training outputs and of the CV splits"),
+    },
+    "log-likelihood ratio learned from independent training outputs (foreign code)",
+)
+
 register_claim(
     "approx_dp",
     lambda mechanism, eps, delta: approx_dp(eps, delta),

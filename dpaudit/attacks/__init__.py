@@ -6,9 +6,10 @@
 """
 
 from dpaudit.attacks.base import Attack
+from dpaudit.attacks.learned import Learned
 from dpaudit.attacks.likelihood_ratio import LikelihoodRatio
 from dpaudit.attacks.membership import MembershipInference
 from dpaudit.attacks.threshold import Threshold
 from dpaudit.attacks.tracing import Tracing
 
-__all__ = ["Attack", "LikelihoodRatio", "MembershipInference", "Threshold", "Tracing"]
+__all__ = ["Attack", "Learned", "LikelihoodRatio", "MembershipInference", "Threshold", "Tracing"]

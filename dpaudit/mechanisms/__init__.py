@@ -17,7 +17,9 @@ from dpaudit.mechanisms.base import (
     NeighbouringPair,
     PrivacyProfile,
 )
+from dpaudit.mechanisms.blackbox import BlackBox
 from dpaudit.mechanisms.composed import Composed
+from dpaudit.mechanisms.flawed import FLAWED, FlawedMechanism
 from dpaudit.mechanisms.gaussian import Gaussian
 from dpaudit.mechanisms.laplace import Laplace
 from dpaudit.mechanisms.noisy_mean import NoisyMean
@@ -25,11 +27,14 @@ from dpaudit.mechanisms.randomized_response import RandomizedResponse
 from dpaudit.mechanisms.subsampled import FixedSizeSubsampled, PoissonSubsampled
 
 __all__ = [
+    "FLAWED",
     "METHOD_KINDS",
     "RELATIONS",
     "AdditiveNoiseMechanism",
+    "BlackBox",
     "Composed",
     "FixedSizeSubsampled",
+    "FlawedMechanism",
     "Gaussian",
     "Laplace",
     "Mechanism",

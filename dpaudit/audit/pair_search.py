@@ -1,0 +1,333 @@
+"""Searching for a bad neighbouring pair before the audit, without invalidating its bounds.
+
+An audit certifies a lower bound for *one* pair; a black box does not say which pair leaks most.
+:func:`search_pairs` tries a family of candidates (user-given pairs, every record position,
+boundary values, random pairs: :func:`record_pairs`; every answer pattern of a query vector:
+:func:`answer_pairs`) with a cheap **pilot** audit each, ranks them by the pilot's ``eps`` lower
+bound at a low confidence (``pilot_confidence``, default 0.5: close to a point estimate, which
+ranks better than a bound that small pilots would leave at zero), and runs the **final** audit
+of the best ``finalists`` candidates on fresh trials.
+
+Why the final bound stays valid. The pilots and the final audits use disjoint random streams
+(different seeds, hence independent trials), and only the *choice* of pair depends on the pilot
+data. Conditionally on that choice the final audit is an ordinary audit of a fixed pair on fresh
+trials, so its bound is wrong with probability at most ``gamma = 1 - confidence``; averaging over
+the choice keeps the same bound. With ``m`` finalists each final audit runs at confidence
+``1 - gamma/m`` and the largest of their bounds is reported: by the union bound all ``m`` hold
+simultaneously with probability at least ``1 - gamma``. The pilots' own bounds are never
+reported as results (they were the selection statistic).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dpaudit.attacks.base import Attack
+from dpaudit.audit.engine import audit
+from dpaudit.audit.result import AuditResult
+from dpaudit.bounds.validation import check_integer, check_probability
+from dpaudit.mechanisms.base import RELATIONS, NeighbouringPair
+
+__all__ = ["PairSearchResult", "answer_pairs", "record_pairs", "search_pairs"]
+
+#: Entropy mixed into the pilots' seeds, so they never share a stream with the final audits.
+_PILOT_TAG = 0x70696C6F74
+
+
+def _records(dataset: object) -> np.ndarray:
+    d = np.asarray(dataset, dtype=float)
+    if d.ndim not in (1, 2) or not np.isfinite(d).all():
+        raise ValueError(
+            f"dataset must be a finite array of shape (n,) or (n, d), got shape {d.shape}"
+        )
+    return d
+
+
+def record_pairs(
+    dataset: object,
+    values: Sequence[Any],
+    *,
+    relation: str = "replace_one",
+    random_pairs: int = 0,
+    low: float | None = None,
+    high: float | None = None,
+    seed: int = 0,
+) -> list[NeighbouringPair]:
+    """Candidate pairs around a dataset of records.
+
+    ``replace_one``: every position replaced by every boundary value in ``values`` (unchanged
+    datasets are skipped). ``add_remove``: every record removed (``D`` = dataset without it,
+    ``D_prime`` = dataset) and every value in ``values`` added. ``random_pairs`` more pairs replace
+    (or add) a random position by a value drawn uniformly from ``[low, high]``.
+    """
+    if relation not in RELATIONS:
+        raise ValueError(
+            f"relation must be one of {', '.join(map(repr, RELATIONS))}; got {relation!r}"
+        )
+    d = _records(dataset)
+    random_pairs = check_integer("random_pairs", random_pairs, minimum=0)
+    vals = [np.asarray(v, dtype=float) for v in values]
+    for v in vals:
+        if v.shape != d.shape[1:]:
+            raise ValueError(
+                f"values must be records of shape {d.shape[1:]} like the dataset's, got {v.shape}"
+            )
+    if random_pairs and (low is None or high is None or not low < high):
+        raise ValueError(f"random_pairs needs low < high, got low={low!r}, high={high!r}")
+    pairs: list[NeighbouringPair] = []
+    n = d.shape[0]
+    if relation == "replace_one":
+        for i in range(n):
+            for v in vals:
+                if np.array_equal(d[i], v):
+                    continue
+                d_prime = d.copy()
+                d_prime[i] = v
+                pairs.append(NeighbouringPair(d, d_prime, relation, f"record {i} -> {v.tolist()}"))
+    else:
+        for i in range(n):
+            pairs.append(
+                NeighbouringPair(np.delete(d, i, axis=0), d, relation, f"record {i} removed")
+            )
+        for v in vals:
+            pairs.append(
+                NeighbouringPair(d, np.concatenate([d, v[None]]), relation, f"{v.tolist()} added")
+            )
+    rng = np.random.default_rng(seed)
+    for _ in range(random_pairs):
+        v = rng.uniform(low, high, size=d.shape[1:])
+        if relation == "replace_one":
+            i = int(rng.integers(n))
+            d_prime = d.copy()
+            d_prime[i] = v
+            pairs.append(
+                NeighbouringPair(d, d_prime, relation, f"random: record {i} -> {v.tolist()}")
+            )
+        else:
+            pairs.append(
+                NeighbouringPair(
+                    d, np.concatenate([d, v[None]]), relation, f"random: {v.tolist()} added"
+                )
+            )
+    return pairs
+
+
+def answer_pairs(k: int, *, base: float = 1.0, shift: float = 1.0) -> list[NeighbouringPair]:
+    """Pairs of query-answer vectors of length ``k`` whose entries differ by at most ``shift``
+    (the neighbouring notion of report noisy max and sparse vector; Ding et al. 2018, Section
+    5.1): all answers up; all down; the first half up and the second down (and the reverse);
+    for every position, that answer up and the others down, that answer up alone, that answer
+    down alone. The first dataset is always ``[base] * k``."""
+    k = check_integer("k", k, minimum=1)
+    a = np.full(k, float(base))
+    patterns: list[tuple[np.ndarray, str]] = [
+        (np.full(k, shift), "all up"),
+        (np.full(k, -shift), "all down"),
+    ]
+    if k > 1:
+        h = k // 2
+        half = np.concatenate([np.full(h, shift), np.full(k - h, -shift)])
+        patterns += [(half, "first half up, rest down"), (-half, "first half down, rest up")]
+    for i in range(k):
+        one = np.zeros(k)
+        one[i] = shift
+        others = np.full(k, -shift)
+        others[i] = shift
+        patterns += [
+            (one, f"answer {i} up"),
+            (-one, f"answer {i} down"),
+        ]
+        if k > 1:
+            patterns.append((others, f"answer {i} up, others down"))
+    return [NeighbouringPair(a, a + delta, "replace_one", text) for delta, text in patterns]
+
+
+@dataclass
+class PairSearchResult:
+    """What :func:`search_pairs` tried, what it chose and the final audits.
+
+    ``epsilon_lower_bound`` is the largest final bound, valid at ``confidence`` (each of the
+    ``len(finals)`` final audits ran at ``1 - (1 - confidence)/len(finals)``). ``pilot_epsilon``
+    holds the pilots' bounds: the selection statistic, not a reported result.
+    """
+
+    candidates: list[NeighbouringPair]
+    pilot_epsilon: np.ndarray
+    chosen: list[int]
+    finals: list[AuditResult]
+    confidence: float
+    delta: float
+    pilot_trials: int
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def best(self) -> AuditResult:
+        """The final audit with the largest ``eps`` lower bound."""
+        return max(self.finals, key=lambda r: r.epsilon_lower_bound(self.delta))
+
+    @property
+    def pair(self) -> NeighbouringPair:
+        """The pair of :attr:`best`."""
+        return self.best.pair
+
+    @property
+    def epsilon_lower_bound(self) -> float:
+        """The largest final ``eps`` lower bound at ``delta``, valid at ``confidence``."""
+        return float(max(r.epsilon_lower_bound(self.delta) for r in self.finals))
+
+    def to_frame(self) -> Any:
+        """One row per candidate: description, pilot bound, chosen, final bound (if chosen)."""
+        import pandas as pd
+
+        final = {
+            i: r.epsilon_lower_bound(self.delta)
+            for i, r in zip(self.chosen, self.finals, strict=True)
+        }
+        return pd.DataFrame(
+            {
+                "candidate": range(len(self.candidates)),
+                "pair": [
+                    p.description or f"{p.d.tolist()} vs {p.d_prime.tolist()}"
+                    for p in self.candidates
+                ],
+                "pilot_epsilon": self.pilot_epsilon,
+                "chosen": [i in final for i in range(len(self.candidates))],
+                "final_epsilon": [final.get(i, np.nan) for i in range(len(self.candidates))],
+            }
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready summary (the final audits as their own ``to_dict`` records)."""
+        return {
+            "confidence": self.confidence,
+            "delta": self.delta,
+            "pilot_trials": self.pilot_trials,
+            "epsilon_lower_bound": self.epsilon_lower_bound,
+            "candidates": [p.to_dict() for p in self.candidates],
+            "pilot_epsilon": self.pilot_epsilon.tolist(),
+            "chosen": list(self.chosen),
+            "finals": [r.to_dict() for r in self.finals],
+            **self.settings,
+        }
+
+
+def _pilot_seed(seed: int, index: int) -> int:
+    state = np.random.SeedSequence([seed, _PILOT_TAG, index]).generate_state(2, dtype=np.uint64)
+    value = int(state[0] >> np.uint64(1))
+    return value if value != seed else int(state[1] >> np.uint64(1))
+
+
+def search_pairs(
+    mechanism: Any,
+    candidates: Sequence[NeighbouringPair],
+    attack: Callable[[NeighbouringPair], Attack | None] | None = None,
+    *,
+    trials: int,
+    pilot_trials: int = 20_000,
+    pilot_confidence: float = 0.5,
+    finalists: int = 1,
+    delta: float = 0.0,
+    seed: int = 0,
+    confidence: float = 0.95,
+    n_jobs: int = 1,
+    **audit_options: Any,
+) -> PairSearchResult:
+    """Choose the pair with the largest pilot ``eps`` lower bound, then audit it on fresh trials.
+
+    Parameters
+    ----------
+    mechanism:
+        The mechanism audited.
+    candidates:
+        The candidate pairs (e.g. the user's pairs plus :func:`record_pairs` or
+        :func:`answer_pairs`).
+    attack:
+        ``attack(pair) -> Attack`` builds a fresh attack for each pair (learning attacks must not
+        be shared between pairs); ``None``: the engine's default attack.
+    trials, pilot_trials:
+        Evaluation trials per dataset of each final audit and of each pilot.
+    pilot_confidence:
+        Confidence of the pilots' bounds (a ranking statistic only).
+    finalists:
+        How many of the best candidates get a final audit (each at confidence
+        ``1 - (1 - confidence)/finalists``).
+    delta:
+        The ``delta`` at which ``eps`` is ranked and reported.
+    seed:
+        Seed of the final audits (finalist ``j`` uses ``seed + j``); the pilots use seeds derived
+        from ``SeedSequence([seed, tag, i])``, never equal to a final seed.
+    audit_options:
+        Passed to :func:`dpaudit.audit` (``strategy``, ``selection_trials``, ...).
+    """
+    pairs = list(candidates)
+    if not pairs:
+        raise ValueError("candidates must hold at least one NeighbouringPair")
+    for i, pair in enumerate(pairs):
+        if not isinstance(pair, NeighbouringPair):
+            raise ValueError(
+                f"candidates[{i}] must be a NeighbouringPair, got {type(pair).__name__}"
+            )
+    trials = check_integer("trials", trials, minimum=1)
+    pilot_trials = check_integer("pilot_trials", pilot_trials, minimum=1)
+    finalists = check_integer("finalists", finalists, minimum=1, maximum=len(pairs))
+    delta = check_probability("delta", delta, high_open=True)
+    seed = check_integer("seed", seed, minimum=0)
+    confidence = check_probability("confidence", confidence, low_open=True, high_open=True)
+    pilot_confidence = check_probability(
+        "pilot_confidence", pilot_confidence, low_open=True, high_open=True
+    )
+
+    def make(pair: NeighbouringPair) -> Attack | None:
+        return None if attack is None else attack(pair)
+
+    finals_seeds = {seed + j for j in range(finalists)}
+    pilot = np.empty(len(pairs))
+    for i, pair in enumerate(pairs):
+        s = _pilot_seed(seed, i)
+        while s in finals_seeds:
+            s += 1
+        result = audit(
+            mechanism,
+            pair,
+            make(pair),
+            trials=pilot_trials,
+            seed=s,
+            confidence=pilot_confidence,
+            n_jobs=n_jobs,
+            **audit_options,
+        )
+        pilot[i] = result.epsilon_lower_bound(delta)
+    chosen = [int(i) for i in np.argsort(-pilot, kind="stable")[:finalists]]
+    level = 1.0 - (1.0 - confidence) / finalists
+    finals = [
+        audit(
+            mechanism,
+            pairs[i],
+            make(pairs[i]),
+            trials=trials,
+            seed=seed + j,
+            confidence=level,
+            n_jobs=n_jobs,
+            **audit_options,
+        )
+        for j, i in enumerate(chosen)
+    ]
+    return PairSearchResult(
+        candidates=pairs,
+        pilot_epsilon=pilot,
+        chosen=chosen,
+        finals=finals,
+        confidence=confidence,
+        delta=delta,
+        pilot_trials=pilot_trials,
+        settings={
+            "trials": trials,
+            "finalists": finalists,
+            "seed": seed,
+            "pilot_confidence": pilot_confidence,
+        },
+    )

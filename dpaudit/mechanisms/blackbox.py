@@ -1,0 +1,269 @@
+"""Audit code we did not write: any release function wrapped as a :class:`Mechanism`.
+
+``BlackBox(fn)`` turns a callable ``fn(dataset, rng) -> output`` into a mechanism the engine can
+run. Outputs may be scalars, vectors, integers, booleans or tuples of numbers; every call's output
+is flattened into one row of a float array of shape ``(size, k)``, and each batch is checked:
+same ``k`` on every call, no NaN, no infinities, with an error that names the mechanism.
+
+Foreign code usually draws one output per call, so the default path calls ``fn`` once per trial.
+That loop is the one per-trial Python loop in dpaudit, and it cannot be avoided without changing
+the foreign code; it is kept to a single list comprehension. Code that can draw many outputs at
+once passes ``vectorised=True`` and is called as ``fn(dataset, size, rng)`` once per chunk.
+
+The randomness comes from the ``numpy.random.Generator`` the engine hands to every chunk, so an
+audit is reproducible exactly when ``fn`` draws all its randomness from ``rng``. Foreign code with
+its own generator (a system CSPRNG, say) still gives valid bounds, since every trial is a fresh
+independent draw, but not bit-identical reruns.
+
+A black box knows neither its density nor its privacy; the implementer's **claim** (a trade-off
+curve such as ``approx_dp(eps, delta)``) becomes its theory under ``method="claim"``, so reports
+compare the audit with what the code promises. The neighbouring pair is given by the user
+(``dataset`` and ``neighbour``); :mod:`dpaudit.audit.pair_search` can search for a better one.
+
+Spec form (``mechanism = { kind = "blackbox", ... }``): ``callable = "package.module:function"``
+is imported with :mod:`importlib`; with ``params = { ... }`` the callable is a factory called as
+``factory(**params)`` that returns the release function.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from dpaudit.bounds.tradeoff import TradeoffCurve
+from dpaudit.bounds.validation import check_choice
+from dpaudit.mechanisms.base import (
+    RELATIONS,
+    CurveProfile,
+    Mechanism,
+    NeighbouringPair,
+    PrivacyProfile,
+    check_rng,
+    check_size,
+)
+
+__all__ = ["BlackBox", "load_callable"]
+
+
+def load_callable(spec: str) -> Callable[..., Any]:
+    """Import ``"package.module:function"`` (attribute paths such as ``module:Class.method``
+    work too) and return the callable; any problem raises ``ValueError`` naming ``spec``."""
+    if not isinstance(spec, str) or spec.count(":") != 1:
+        raise ValueError(f"callable must look like 'package.module:function', got {spec!r}")
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        raise ValueError(f"callable must look like 'package.module:function', got {spec!r}")
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ValueError(
+            f"callable {spec!r}: cannot import module {module_name!r} ({exc})"
+        ) from None
+    for part in attribute.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise ValueError(
+                f"callable {spec!r}: {module_name!r} has no attribute {attribute!r}"
+            ) from None
+    if not callable(obj):
+        raise ValueError(f"callable {spec!r} names a {type(obj).__name__}, not a callable")
+    return obj
+
+
+def _callable_name(fn: Callable[..., Any]) -> str:
+    module = getattr(fn, "__module__", None)
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
+    if name is None:
+        name = type(fn).__name__
+    return f"{module}:{name}" if module else name
+
+
+class BlackBox(Mechanism):
+    """A mechanism given only as a release function.
+
+    Parameters
+    ----------
+    fn:
+        ``fn(dataset, rng) -> output`` (one output per call) or, with ``vectorised=True``,
+        ``fn(dataset, size, rng) -> outputs`` with ``size`` outputs along axis 0. ``rng`` is a
+        ``numpy.random.Generator``.
+    claim:
+        The implementer's guarantee: a :class:`~dpaudit.bounds.tradeoff.TradeoffCurve` (e.g.
+        ``approx_dp(1.0, 1e-6)``) or any :class:`~dpaudit.mechanisms.base.PrivacyProfile`. It
+        becomes the theory ``method="claim"``; ``None``: no theory.
+    vectorised:
+        Call ``fn(dataset, size, rng)`` once per chunk instead of once per trial.
+    dataset, neighbour:
+        The neighbouring pair returned by :meth:`worst_case_pair` (optional: an audit may pass
+        its own pair). Both are handed to ``fn`` as numpy arrays.
+    relation:
+        ``"add_remove"`` or ``"replace_one"``; default: inferred from the two sizes.
+    name:
+        Label in results; default ``BlackBox(<module:function>)``.
+    """
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        claim: TradeoffCurve | PrivacyProfile | None = None,
+        *,
+        vectorised: bool = False,
+        dataset: object = None,
+        neighbour: object = None,
+        relation: str | None = None,
+        name: str | None = None,
+    ) -> None:
+        if not callable(fn):
+            raise ValueError(f"fn must be callable, got {type(fn).__name__}")
+        if not isinstance(vectorised, bool):
+            raise ValueError(f"vectorised must be True or False, got {vectorised!r}")
+        if claim is not None and not isinstance(claim, TradeoffCurve | PrivacyProfile):
+            raise ValueError(
+                "claim must be None, a TradeoffCurve (e.g. dpaudit.bounds.approx_dp(eps, delta)) "
+                f"or a PrivacyProfile, got {type(claim).__name__}"
+            )
+        if (dataset is None) != (neighbour is None):
+            raise ValueError("dataset and neighbour must be given together (or neither)")
+        if relation is not None:
+            check_choice("relation", relation, RELATIONS)
+        if name is not None and (not isinstance(name, str) or not name.strip()):
+            raise ValueError(f"name must be a non-empty string, got {name!r}")
+        self.fn = fn
+        self.claim = claim
+        self.vectorised = vectorised
+        self.label = name or f"BlackBox({_callable_name(fn)})"
+        self.relation = relation or "replace_one"
+        self._pair: NeighbouringPair | None = None
+        if dataset is not None:
+            d, d_prime = np.asarray(dataset), np.asarray(neighbour)
+            if relation is None:
+                nd = d.shape[0] if d.ndim else 1
+                ndp = d_prime.shape[0] if d_prime.ndim else 1
+                self.relation = "add_remove" if abs(nd - ndp) == 1 else "replace_one"
+            self._pair = NeighbouringPair(
+                d, d_prime, self.relation, description="dataset and neighbour given by the user"
+            )
+        self._width: int | None = None
+
+    @classmethod
+    def from_spec(
+        cls,
+        target: str,
+        *,
+        dataset: object = None,
+        neighbour: object = None,
+        vectorised: bool = False,
+        relation: str | None = None,
+        params: Mapping[str, Any] | None = None,
+        claim: TradeoffCurve | PrivacyProfile | None = None,
+        name: str | None = None,
+    ) -> BlackBox:
+        """Build from the spec form; ``target`` is the spec's ``callable``
+        (``"package.module:function"``). With ``params`` it names a factory and
+        ``factory(**params)`` is the release function."""
+        fn = load_callable(target)
+        if params is not None:
+            if not isinstance(params, Mapping):
+                raise ValueError(f"params must be a table of keyword arguments, got {params!r}")
+            try:
+                fn = fn(**params)
+            except TypeError as exc:
+                raise ValueError(
+                    f"callable {target!r} rejected params {dict(params)!r}: {exc}"
+                ) from None
+            if not callable(fn):
+                raise ValueError(
+                    f"callable {target!r} called with params must return the release function, "
+                    f"got {type(fn).__name__}"
+                )
+        return cls(
+            fn,
+            claim,
+            vectorised=vectorised,
+            dataset=dataset,
+            neighbour=neighbour,
+            relation=relation,
+            name=name or f"BlackBox({target})",
+        )
+
+    @property
+    def name(self) -> str:
+        """The label given at construction (default ``BlackBox(<module:function>)``)."""
+        return self.label
+
+    def params(self) -> dict[str, Any]:
+        """``{"callable": ..., "vectorised": ..., "claim": ...}`` (JSON-ready)."""
+        claim = None
+        if isinstance(self.claim, TradeoffCurve):
+            claim = self.claim.name
+        elif self.claim is not None:
+            claim = type(self.claim).__name__
+        return {"callable": _callable_name(self.fn), "vectorised": self.vectorised, "claim": claim}
+
+    def _theories(self) -> dict[str, Callable[[], PrivacyProfile]]:
+        """``claim``: the implementer's stated guarantee, when given."""
+        if self.claim is None:
+            return {}
+        if isinstance(self.claim, TradeoffCurve):
+            curve = self.claim
+            return {"claim": lambda: CurveProfile(curve)}
+        profile = self.claim
+        return {"claim": lambda: profile}
+
+    def worst_case_pair(self) -> NeighbouringPair:
+        """The user's ``(dataset, neighbour)``; a black box cannot know its worst case."""
+        if self._pair is None:
+            raise ValueError(
+                f"{self.name} has no neighbouring pair: pass dataset= and neighbour= to BlackBox, "
+                "or give the audit a pair"
+            )
+        return self._pair
+
+    def _rows(self, raw: object, size: int) -> np.ndarray:
+        """Validate and convert one batch of outputs to a float array ``(size, k)``."""
+        try:
+            y = np.asarray(raw, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(
+                f"{self.name} returned outputs that are not numbers or equal-length tuples of "
+                f"numbers ({exc})"
+            ) from None
+        if y.ndim == 0 or y.shape[0] != size:
+            got = "a scalar" if y.ndim == 0 else f"{y.shape[0]} outputs"
+            raise ValueError(f"{self.name} must return {size} outputs on axis 0, got {got}")
+        y = y.reshape(size, -1)
+        if np.isnan(y).any():
+            raise ValueError(f"{self.name} returned NaN outputs")
+        if np.isinf(y).any():
+            raise ValueError(f"{self.name} returned infinite outputs")
+        if self._width is None:
+            self._width = y.shape[1]
+        elif y.shape[1] != self._width:
+            raise ValueError(
+                f"{self.name} returned outputs of {y.shape[1]} values, earlier ones had "
+                f"{self._width}; every output must have the same number of values"
+            )
+        return y
+
+    def sample(self, dataset: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+        """``size`` outputs as a float array ``(size, k)``: one ``fn`` call per trial, or one
+        vectorised call."""
+        size = check_size(size)
+        rng = check_rng(rng)
+        if self.vectorised:
+            return self._rows(self.fn(dataset, size, rng), size)
+        if size == 0:
+            width = self._width if self._width is not None else self.output_shape(dataset)[0]
+            return np.empty((0, width))
+        fn = self.fn
+        return self._rows([fn(dataset, rng) for _ in range(size)], size)
+
+    def output_shape(self, dataset: np.ndarray) -> tuple[int, ...]:
+        """``(k,)``: the number of values per output, from one draw if not yet known."""
+        if self._width is None:
+            self.sample(dataset, 1, np.random.default_rng(0))
+        return (self._width,)

@@ -1,0 +1,155 @@
+"""Wrong input anywhere public raises ValueError naming the parameter, the value and the range;
+at the command line it is one line on stderr and exit code 1."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import math
+
+import numpy as np
+import pytest
+
+import dpaudit
+from dpaudit import cli
+from dpaudit import mechanisms as mech
+from dpaudit.attacks import LikelihoodRatio, Threshold
+from dpaudit.audit.backends import backend, check_scheduler
+from dpaudit.audit.store import ChunkStore
+from dpaudit.bounds.gdp import gdp
+from dpaudit.bounds.tradeoff import approx_dp
+
+NAN, INF = math.nan, math.inf
+
+
+def _gaussian_audit(**kwargs):
+    return lambda: dpaudit.audit(mech.Gaussian(1.0), **{"trials": 1000, **kwargs})
+
+
+# (label, call, text the message must contain)
+CASES = [
+    ("Gaussian sigma 0", lambda: mech.Gaussian(0.0), "sigma must be in (0, inf), got 0.0"),
+    ("Gaussian sigma nan", lambda: mech.Gaussian(NAN), "sigma must be a real number, got nan"),
+    ("Gaussian sigma inf", lambda: mech.Gaussian(INF), "sigma must be finite, got inf"),
+    ("Gaussian sigma str", lambda: mech.Gaussian("a"), "sigma must be a real number, got 'a'"),
+    (
+        "Gaussian sensitivity",
+        lambda: mech.Gaussian(1.0, sensitivity=-1),
+        "sensitivity must be in (0, inf), got -1",
+    ),
+    ("Laplace scale", lambda: mech.Laplace(-1.0), "scale must be in (0, inf), got -1.0"),
+    ("Laplace scale None", lambda: mech.Laplace(None), "scale must be a real number, got None"),
+    ("RR eps", lambda: mech.RandomizedResponse(-1.0), "eps must be in (0, inf), got -1.0"),
+    ("RR k", lambda: mech.RandomizedResponse(1.0, k=1), "k must be an integer in [2, inf), got 1"),
+    ("RR k float", lambda: mech.RandomizedResponse(1.0, k=2.5), "k must be an integer, got 2.5"),
+    (
+        "Poisson rate",
+        lambda: mech.PoissonSubsampled(mech.Gaussian(1.0), 1.5),
+        "rate must be in (0, 1], got 1.5",
+    ),
+    ("Poisson base", lambda: mech.PoissonSubsampled(3, 0.5), "base of PoissonSubsampled must be"),
+    (
+        "fixed-size size",
+        lambda: mech.FixedSizeSubsampled(mech.Gaussian(1.0), 20, 10),
+        "size must be an integer in [1, 10], got 20",
+    ),
+    (
+        "Composed times",
+        lambda: mech.Composed(mech.Gaussian(1.0), 0),
+        "times must be an integer in [1, inf), got 0",
+    ),
+    ("Composed empty", lambda: mech.Composed([]), "must hold at least one mechanism"),
+    (
+        "pair relation",
+        lambda: mech.NeighbouringPair(np.zeros(1), np.ones(1), relation="x"),
+        "relation must be one of 'add_remove', 'replace_one'; got 'x'",
+    ),
+    ("gdp mu", lambda: gdp(-1.0), "mu must be in [0, inf), got -1.0"),
+    ("gdp mu nan", lambda: gdp(NAN), "mu must be a real number, got nan"),
+    ("approx_dp eps", lambda: approx_dp(-1.0, 0.0), "eps must be in [0, inf), got -1.0"),
+    ("approx_dp delta", lambda: approx_dp(1.0, 2.0), "delta must be in [0, 1], got 2.0"),
+    ("Threshold projection", lambda: Threshold(projection="x"), "projection must be None"),
+    ("LikelihoodRatio", lambda: LikelihoodRatio(3, None), "mechanism must offer log_density"),
+    ("audit trials", _gaussian_audit(trials=0), "trials must be an integer in [1, inf), got 0"),
+    ("audit trials float", _gaussian_audit(trials=1.5), "trials must be an integer, got 1.5"),
+    ("audit seed", _gaussian_audit(seed=-1), "seed must be an integer in [0, inf), got -1"),
+    ("audit confidence", _gaussian_audit(confidence=1.0), "confidence must be in (0, 1), got 1.0"),
+    ("audit strategy", _gaussian_audit(strategy="x"), "strategy must be one of 'holdout'"),
+    ("audit n_jobs", _gaussian_audit(n_jobs=0), "n_jobs must be a non-zero integer"),
+    ("audit chunk_size", _gaussian_audit(chunk_size=0), "chunk_size must be an integer in [1,"),
+    ("audit bins", _gaussian_audit(bins=1), "bins must be an integer in [2, inf), got 1"),
+    ("audit store", _gaussian_audit(store=3), "store must be None or a directory path, got 3"),
+    ("audit attack", _gaussian_audit(attack=3), "attack must be a dpaudit Attack, got int"),
+    (
+        "audit mechanism",
+        lambda: dpaudit.audit(3, trials=10),
+        "mechanism must offer sample(dataset, size, rng)",
+    ),
+    (
+        "audit NaN dataset",
+        lambda: dpaudit.audit(
+            mech.Gaussian(1.0), mech.NeighbouringPair(np.zeros(0), np.array([NAN])), trials=100
+        ),
+        "dataset must contain only finite numbers, got NaN or inf (pilot chunk 0, dataset D_prime)",
+    ),
+    ("ChunkStore directory", lambda: ChunkStore(None, {}), "store must be a directory path"),
+    ("scheduler", lambda: check_scheduler("localhost"), "scheduler must be a Dask scheduler"),
+    ("backend", lambda: backend("spark").__enter__(), "backend must be one of 'local', 'dask'"),
+]
+
+
+@pytest.mark.parametrize(("label", "call", "message"), CASES, ids=[c[0] for c in CASES])
+def test_public_constructors_and_functions_name_the_problem(label, call, message):
+    with pytest.raises(ValueError) as info:
+        call()
+    assert message in str(info.value)
+
+
+CLI_CASES = [
+    (["run", "SPEC", "-o", "OUT", "--trials", "0"], "trials must be an integer in [1, inf), got 0"),
+    (["run", "SPEC", "-o", "OUT", "--seed", "-1"], "seed must be an integer in [0, inf), got -1"),
+    (["run", "SPEC", "-o", "OUT", "--n-jobs", "0"], "n_jobs must be a positive integer or -1"),
+    (["run", "SPEC", "-o", "OUT", "--trials", "abc"], "argument --trials: invalid int value"),
+    (["run", "SPEC", "-o", "OUT", "--store", "FILE"], "exists and is not a directory"),
+    (["run", "SPEC", "-o", "OUT", "--backend", "x"], "argument --backend: invalid choice"),
+    (["run", "SPEC", "-o", "OUT", "--scheduler", "tcp://h:1"], "--scheduler needs --backend"),
+    (["run", "MISSING", "-o", "OUT"], "spec file not found"),
+    (["run", "SPEC"], "the following arguments are required: -o/--output"),
+    (["suite", "-o", "OUT", "--trials", "-5"], "trials must be an integer in [1, inf), got -5"),
+    (["suite"], "suite needs -o DIR"),
+    (["report", "MISSING", "-o", "OUT"], "results file not found"),
+    (["bounds", "gaussian", "--param", "sigma=1", "--delta", "2"], "delta must be in [0, 1]"),
+    (["bounds", "gaussian", "--param", "sigma=1", "--delta", "nan"], "delta must be a real"),
+    (["bounds", "gaussian", "--param", "sigma=1", "--eps", "-1"], "eps must be in [0, inf)"),
+    (["bounds", "gaussian", "--param", "sigma=1", "--eps", "inf"], "eps must be finite"),
+    (["bounds", "nokind"], "unknown kind 'nokind'"),
+    (["bounds", "gaussian", "--param", "sigma"], "--param must look like key=value"),
+    (["bounds", "gaussian", "--param", "sigma=-1"], "sigma must be in (0, inf), got -1.0"),
+    (["bounds", "gaussian", "--param", "kind=x"], "--param kind=... is not allowed"),
+    (["bounds", "gaussian", "--format", "xml"], "argument --format: invalid choice"),
+    (["nocommand"], "invalid choice: 'nocommand'"),
+]
+
+
+@pytest.mark.parametrize(("argv", "message"), CLI_CASES, ids=[" ".join(c[0]) for c in CLI_CASES])
+def test_cli_options_give_one_line_and_exit_1(tmp_path, argv, message):
+    spec = tmp_path / "spec.toml"
+    spec.write_text(
+        '[[audit]]\nname = "g"\nmechanism = { kind = "gaussian", sigma = 1.0 }\ntrials = 1000\n'
+    )
+    (tmp_path / "FILE").write_text("")
+    names = {
+        "SPEC": spec,
+        "OUT": tmp_path / "out",
+        "MISSING": tmp_path / "missing",
+        "FILE": tmp_path / "FILE",
+    }
+    argv = [str(names.get(a, a)) for a in argv]
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = cli.main(argv)
+    lines = err.getvalue().splitlines()
+    assert code == cli.EXIT_USER_ERROR
+    assert len(lines) == 1 and lines[0].startswith("dpaudit: error: "), lines
+    assert message in lines[0], lines[0]
+    assert not (tmp_path / "out").exists()
