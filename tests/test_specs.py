@@ -304,10 +304,14 @@ def test_build_mechanism_from_a_table() -> None:
 
 @pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.toml")), ids=lambda p: p.name)
 def test_examples_load(path: Path) -> None:
-    if "[[accountant_audit]]" in path.read_text():
-        audits = specs.load_accountant_audits(path)
-    else:
-        audits = specs.load(path)
+    accountant = "[[accountant_audit]]" in path.read_text()
+    load = specs.load_accountant_audits if accountant else specs.load
+    try:
+        audits = load(path)
+    except specs.SpecError as err:
+        if "needs the optional package" in str(err):
+            pytest.skip(str(err))
+        raise
     assert audits and all(a.trials >= 1 for a in audits)
 
 
