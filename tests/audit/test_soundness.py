@@ -4,7 +4,7 @@ For each strategy, 200 independent audits (seeds 0..199, small trial counts) of 
 privacy is known exactly. Every bound is valid at 95%, so the number of audits whose bound
 exceeds the truth is at most Binomial(200, 0.05) in distribution. The test fails when a one-sided
 binomial test rejects that rate at level 1e-3: if the bounds are valid, this test fails with
-probability at most 1e-3 per assertion (10 assertions: at most 1% for the file).
+probability at most 1e-3 per assertion (9 of them: at most 1% for the file).
 
 A control shows the binomial test has power: point estimates at the best threshold of the
 evaluation counts (no confidence bound, no selection split) exceed the truth far more often.
