@@ -182,6 +182,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="exit 3 when some accountant's claim is refuted (default: off)",
     )
     accountant.set_defaults(func=_cmd_audit_accountant)
+
+    flawed = sub.add_parser(
+        "bench-flawed",
+        help="audit every flawed mechanism: claimed eps, known true eps, certified bound",
+    )
+    flawed.add_argument("--trials", type=int, default=10**6, help="trials per dataset")
+    flawed.add_argument("--seed", type=int, default=0, help="root seed")
+    flawed.add_argument("--n-jobs", type=int, default=1, help="parallel workers (-1: all cores)")
+    flawed.add_argument("--csv", type=Path, default=None, help="also write the table as CSV")
+    flawed.set_defaults(func=_cmd_bench_flawed)
     return parser
 
 
@@ -357,6 +367,17 @@ def _cmd_audit_accountant(args: argparse.Namespace) -> int:
         print(f"report: {args.output / 'index.html'}")
     refuted = any(c["status"] == "violated" for r in records for c in r["claims"].values())
     return EXIT_VIOLATION if refuted and args.fail_on_violation else EXIT_OK
+
+
+def _cmd_bench_flawed(args: argparse.Namespace) -> int:
+    from dpaudit.mechanisms.flawed import format_benchmark, run_benchmark
+
+    frame = run_benchmark(args.trials, seed=args.seed, n_jobs=args.n_jobs)
+    print(format_benchmark(frame))
+    if args.csv is not None:
+        frame.to_csv(args.csv, index=False)
+    flagged_correct = bool((frame["flagged"] & frame["correct"]).any())
+    return EXIT_VIOLATION if flagged_correct else EXIT_OK
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -548,7 +548,7 @@ class Learned(Attack):
         seed: int = 0,
         mechanism: Any = None,
         pair: Any = None,
-        train_trials: int = 2**18,
+        train_trials: int = 2**17,
     ) -> None:
         self.model = check_choice("model", model, LEARNED_MODELS)
         if (mechanism is None) != (pair is None):

@@ -14,11 +14,16 @@ from dpaudit.audit.empirical import EmpiricalTradeoff
 from dpaudit.audit.engine import audit
 from dpaudit.audit.grid import ScoreGrid
 from dpaudit.audit.lower_bounds import epsilon_from_errors, mu_from_errors, violation_margin
+from dpaudit.audit.pair_search import PairSearchResult, answer_pairs, record_pairs, search_pairs
 from dpaudit.audit.privacy_loss import PrivacyLossStatistics
 from dpaudit.audit.result import AuditResult
 from dpaudit.audit.strategies import STRATEGIES
 
 __all__ = [
+    "PairSearchResult",
+    "answer_pairs",
+    "record_pairs",
+    "search_pairs",
     "STRATEGIES",
     "AuditResult",
     "EmpiricalTradeoff",

@@ -19,6 +19,7 @@ from dpaudit.mechanisms.base import (
 )
 from dpaudit.mechanisms.blackbox import BlackBox
 from dpaudit.mechanisms.composed import Composed
+from dpaudit.mechanisms.dpsgd import DPSGD
 from dpaudit.mechanisms.flawed import FLAWED, FlawedMechanism
 from dpaudit.mechanisms.gaussian import Gaussian
 from dpaudit.mechanisms.laplace import Laplace
@@ -33,6 +34,7 @@ __all__ = [
     "AdditiveNoiseMechanism",
     "BlackBox",
     "Composed",
+    "DPSGD",
     "FixedSizeSubsampled",
     "FlawedMechanism",
     "Gaussian",

@@ -52,6 +52,7 @@ METHOD_KINDS: dict[str, str] = {
     "berry_esseen": "bound",
     "advanced": "bound",
     "kov": "bound",
+    "claim": "claim",
 }
 
 

@@ -93,7 +93,7 @@ from dpaudit.mechanisms.datasets import (
 from dpaudit.mechanisms.gaussian import Gaussian
 from dpaudit.mechanisms.subsampled import FixedSizeSubsampled, PoissonSubsampled
 
-__all__ = ["DPSGD", "MODELS", "SAMPLINGS", "CANARIES", "OBSERVATIONS"]
+__all__ = ["DPSGD", "TargetLoss", "MODELS", "SAMPLINGS", "CANARIES", "OBSERVATIONS"]
 
 #: Model families.
 MODELS = ("logistic", "mlp")
@@ -727,10 +727,10 @@ class DPSGD(Mechanism):
             raise ValueError(f"pair must be a NeighbouringPair, got {type(pair).__name__}")
         extra = _extra_rows(pair.d_prime, pair.d)
         if extra.shape[0] == 1:
-            return _TargetLoss(self, extra[0], 1.0)
+            return TargetLoss(self, extra[0], 1.0)
         missing = _extra_rows(pair.d, pair.d_prime)
         if extra.shape[0] == 0 and missing.shape[0] == 1:
-            return _TargetLoss(self, missing[0], -1.0)
+            return TargetLoss(self, missing[0], -1.0)
         raise ValueError(
             "pair must differ in exactly one record (the target); got "
             f"{extra.shape[0]} records only in d_prime and {missing.shape[0]} only in d"
@@ -766,8 +766,10 @@ def _extra_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.repeat(values, surplus, axis=0)
 
 
-class _TargetLoss:
-    """``sign * loss(outputs, record)``: a picklable statistic for membership inference."""
+class TargetLoss:
+    """``outputs -> sign * mechanism.loss(outputs, record)``: the picklable statistic that
+    :meth:`DPSGD.membership_loss` returns (``sign`` is +1, or -1 for a pair given in the other
+    order)."""
 
     def __init__(self, mechanism: DPSGD, record: np.ndarray, sign: float) -> None:
         self.mechanism = mechanism
@@ -775,4 +777,5 @@ class _TargetLoss:
         self.sign = sign
 
     def __call__(self, outputs: np.ndarray) -> np.ndarray:
+        """The statistic of every output, shape ``(size,)``."""
         return self.sign * self.mechanism.loss(outputs, self.record)
