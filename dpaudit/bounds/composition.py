@@ -18,9 +18,11 @@ from scipy import special
 
 from dpaudit.bounds.tradeoff import PiecewiseLinearTradeoff, from_delta
 from dpaudit.bounds.validation import (
+    check_eps_array,
     check_integer,
     check_nonnegative,
     check_probability,
+    scalar_like,
 )
 
 __all__ = [
@@ -35,19 +37,6 @@ __all__ = [
 
 # Bisection steps for inverting delta(eps) (relative precision far below 1e-15).
 _BISECTION_STEPS = 200
-
-
-def _check_eps_values(eps: object) -> np.ndarray:
-    """``eps`` as a float array with every entry in [0, inf] (no NaN)."""
-    arr = np.asarray(eps, dtype=float)
-    if np.isnan(arr).any() or (arr < 0).any():
-        raise ValueError(f"eps must be in [0, inf] (no NaN), got {eps!r}")
-    return arr
-
-
-def _as_scalar_or_array(values: np.ndarray, like: object) -> float | np.ndarray:
-    """A Python float when the caller passed a scalar, else the array."""
-    return float(values) if np.ndim(like) == 0 else values
 
 
 def basic_composition(
@@ -197,9 +186,9 @@ class OptimalComposition:
 
     def delta(self, eps: float | np.ndarray) -> float | np.ndarray:
         """Exact ``delta(eps')`` of the ``k``-fold composition, ``eps' >= 0``; vectorised."""
-        e = _check_eps_values(eps)
+        e = check_eps_array(eps)
         out = np.minimum(np.exp(self._log_delta(e.ravel())), 1.0).reshape(e.shape)
-        return _as_scalar_or_array(out, eps)
+        return scalar_like(out, eps)
 
     def epsilon(self, delta: float) -> float:
         """Smallest ``eps'`` with ``delta(eps') <= delta``: ``inf`` below ``1 - (1-delta)^k``
@@ -297,7 +286,7 @@ class AdvancedComposition:
 
     def delta(self, eps: float | np.ndarray) -> float | np.ndarray:
         """Smallest total ``delta`` the theorem gives at ``eps'``; vectorised over ``eps'``."""
-        e = _check_eps_values(eps)
+        e = check_eps_array(eps)
         base = self.k * self.delta_step
         if self.eps_step == 0.0:
             out = np.full(e.shape, min(1.0, base))
@@ -307,7 +296,7 @@ class AdvancedComposition:
                 tail = np.exp(-0.5 * excess**2 / (self.k * self.eps_step**2))
             tail = np.where(np.isinf(e), 0.0, np.where(excess > 0, tail, 1.0))
             out = np.minimum(base + tail, 1.0)
-        return _as_scalar_or_array(out, eps)
+        return scalar_like(out, eps)
 
     def tradeoff(self) -> PiecewiseLinearTradeoff:
         """``sup`` of ``f_{eps'(delta'), k delta + delta'}`` over ``delta'`` on a log grid from

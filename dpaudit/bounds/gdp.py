@@ -28,6 +28,7 @@ from scipy.special import erfcx, log_ndtr, ndtr, ndtri
 from dpaudit.bounds.tradeoff import TradeoffCurve
 from dpaudit.bounds.validation import (
     check_choice,
+    check_eps_array,
     check_integer,
     check_nonnegative,
     check_positive,
@@ -91,13 +92,6 @@ def _log_delta(eps: np.ndarray, mu: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(a), out, -np.inf)
 
 
-def _check_eps_values(eps: object) -> np.ndarray:
-    arr = np.asarray(eps, dtype=float)
-    if np.isnan(arr).any() or (arr < 0).any():
-        raise ValueError(f"eps must be in [0, inf] (no NaN), got {eps!r}")
-    return arr
-
-
 def _check_mu_values(mu: object) -> np.ndarray:
     arr = np.asarray(mu, dtype=float)
     if not np.isfinite(arr).all() or (arr < 0).any():
@@ -121,7 +115,7 @@ def gdp_delta(eps: float | np.ndarray, mu: float | np.ndarray) -> float | np.nda
     ``mu``; computed in log space (see :func:`_log_delta`) so values down to ``1e-300`` keep their
     relative accuracy (about 1e-12 for ``mu >= 0.01``); ``mu = 0`` or ``eps = inf`` give 0.
     """
-    return _as_output(_delta_array(_check_eps_values(eps), _check_mu_values(mu)))
+    return _as_output(_delta_array(check_eps_array(eps), _check_mu_values(mu)))
 
 
 def gdp_epsilon(delta: float | np.ndarray, mu: float | np.ndarray) -> float | np.ndarray:
@@ -163,7 +157,7 @@ def gdp_mu(eps: float | np.ndarray, delta: float | np.ndarray) -> float | np.nda
     ``delta_mu(eps)`` increases strictly from 0 (``mu -> 0``) to 1 (``mu -> inf``), so the root is
     unique; found by vectorised bisection in ``mu`` after doubling an upper end.
     """
-    e = _check_eps_values(eps)
+    e = check_eps_array(eps)
     if not np.isfinite(e).all():
         raise ValueError(f"eps must be finite, got {eps!r}")
     d = np.asarray(delta, dtype=float)

@@ -71,6 +71,7 @@ from scipy import special
 from dpaudit.bounds.tradeoff import PiecewiseLinearTradeoff, TradeoffCurve, from_points
 from dpaudit.bounds.validation import (
     check_choice,
+    check_eps_array,
     check_integer,
     check_positive,
     check_probability,
@@ -195,16 +196,6 @@ class Rounding:
 
 def _check_bound(bound: object) -> str:
     return check_choice("bound", bound, _BOUNDS)
-
-
-def _check_eps(eps: object) -> np.ndarray:
-    try:
-        arr = np.asarray(eps, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError(f"eps must be a real number or array in [0, inf], got {eps!r}") from None
-    if np.isnan(arr).any() or (arr < 0).any():
-        raise ValueError(f"eps must lie in [0, inf] (no NaN), got {eps!r}")
-    return arr
 
 
 def _same_step(a: float, b: float) -> float:
@@ -488,7 +479,7 @@ class DiscretePLD:
         the module docstring. Returns a float for scalar ``eps``.
         """
         bound = _check_bound(bound)
-        eps_arr = _check_eps(eps)
+        eps_arr = check_eps_array(eps)
         shifts, etas = self._candidates(bound)
         vals = self._delta_comp(eps_arr[..., None] + shifts)
         if bound == "upper":

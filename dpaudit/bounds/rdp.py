@@ -23,10 +23,12 @@ from scipy import special
 from dpaudit.bounds.tradeoff import TradeoffCurve
 from dpaudit.bounds.validation import (
     check_choice,
+    check_eps_array,
     check_integer,
     check_nonnegative,
     check_positive,
     check_probability,
+    scalar_like,
 )
 
 __all__ = [
@@ -162,19 +164,6 @@ def _check_orders(
     return arr
 
 
-def _as_scalar_or_array(values: np.ndarray, like: object) -> float | np.ndarray:
-    """Return a Python float when the caller passed a scalar, else the array."""
-    return float(values) if np.ndim(like) == 0 else values
-
-
-def _check_eps_array(eps: object) -> np.ndarray:
-    """``eps`` as a float array with every entry in [0, inf] (no NaN)."""
-    arr = np.asarray(eps, dtype=float)
-    if np.isnan(arr).any() or (arr < 0).any():
-        raise ValueError(f"eps must be in [0, inf] (no NaN), got {eps!r}")
-    return arr
-
-
 # --------------------------------------------------------------------------------------------
 # The RDP curve
 # --------------------------------------------------------------------------------------------
@@ -306,7 +295,7 @@ class RDPCurve:
         Vectorised over ``eps``; capped at 1.
         """
         conversion = check_choice("conversion", conversion, RDP_CONVERSIONS)
-        e = _check_eps_array(eps)
+        e = check_eps_array(eps)
         lam, r = self.orders, self.eps
         flat = e.reshape(-1, 1)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -318,7 +307,7 @@ class RDPCurve:
                 log_delta = np.where(lam > 1.01, np.minimum(kl, ckss), kl)
             log_delta = np.where(np.isinf(r), 0.0, log_delta)
         out = np.minimum(np.exp(log_delta.min(axis=1)), 1.0)
-        return _as_scalar_or_array(out.reshape(e.shape), eps)
+        return scalar_like(out.reshape(e.shape), eps)
 
     # ---- trade-off curve ---------------------------------------------------------------------
 
@@ -761,7 +750,7 @@ class ZCDP:
         + log(1 - 1/lambda)``, which increases from ``-inf`` to ``+inf``: the minimiser is its
         unique root, found by vectorised bisection.
         """
-        e = _check_eps_array(eps)
+        e = check_eps_array(eps)
         flat = e.ravel()
         rho = self.rho
         if rho == 0.0:
@@ -782,7 +771,7 @@ class ZCDP:
             log_delta = (lam - 1.0) * (lam * rho - ef + np.log1p(-1.0 / lam)) - np.log(lam)
             log_delta = np.minimum(log_delta, 0.5 * math.log(-math.expm1(-rho)))
             out = np.where(finite, np.minimum(np.exp(log_delta), 1.0), 0.0)
-        return _as_scalar_or_array(out.reshape(e.shape), eps)
+        return scalar_like(out.reshape(e.shape), eps)
 
     def epsilon(self, delta: float, conversion: str = "improved") -> float:
         """Smallest ``eps`` with ``(eps, delta)``-DP.

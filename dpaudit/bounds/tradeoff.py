@@ -29,6 +29,7 @@ from scipy.optimize import isotonic_regression
 from dpaudit.bounds.validation import (
     check_array_in_unit_interval,
     check_choice,
+    check_eps_array,
     check_integer,
     check_nonnegative,
     check_probability,
@@ -94,14 +95,6 @@ _DUAL_GRID = np.unique(
         ]
     )
 )
-
-
-def _check_eps_array(eps: float | np.ndarray) -> np.ndarray:
-    """``eps`` as a float array with every entry in [0, inf] (no NaN)."""
-    eps_arr = np.asarray(eps, dtype=float)
-    if np.isnan(eps_arr).any() or (eps_arr < 0).any():
-        raise ValueError(f"eps must be in [0, inf] (no NaN), got {eps!r}")
-    return eps_arr
 
 
 def _kind_of_derived(kind: str) -> str:
@@ -216,7 +209,7 @@ class TradeoffCurve:
         found numerically (see the module docstring); such values never exceed the exact ones
         by more than rounding, and are made non-increasing across the entries of ``eps``.
         """
-        eps_arr = _check_eps_array(eps)
+        eps_arr = check_eps_array(eps)
         if self._delta_fn is not None:
             out = np.asarray(self._delta_fn(eps_arr), dtype=float)
         else:
@@ -365,7 +358,7 @@ class PiecewiseLinearTradeoff(TradeoffCurve):
         The minimising vertex of the convex hull is where the segment slopes cross ``-e^eps``
         (binary search). Absolute accuracy is that of ``1 - beta_i`` in floating point.
         """
-        eps_arr = _check_eps_array(eps)
+        eps_arr = check_eps_array(eps)
         ha, hb, slopes = self._hull()
         with np.errstate(over="ignore"):
             slope = np.exp(eps_arr.ravel())

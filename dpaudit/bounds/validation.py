@@ -20,6 +20,8 @@ __all__ = [
     "check_integer",
     "check_choice",
     "check_array_in_unit_interval",
+    "check_eps_array",
+    "scalar_like",
 ]
 
 
@@ -101,3 +103,21 @@ def check_array_in_unit_interval(name: str, value: object) -> np.ndarray:
     if np.isnan(out).any() or (out < 0).any() or (out > 1).any():
         raise ValueError(f"{name} must lie in [0, 1] (no NaN); got values outside it")
     return out
+
+
+def check_eps_array(eps: object, name: str = "eps") -> np.ndarray:
+    """Return ``eps`` as a float array with every entry in [0, inf] (no NaN)."""
+    try:
+        out = np.asarray(eps, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"{name} must be a real number or array in [0, inf], got {eps!r}"
+        ) from None
+    if np.isnan(out).any() or (out < 0).any():
+        raise ValueError(f"{name} must be in [0, inf] (no NaN), got {eps!r}")
+    return out
+
+
+def scalar_like(values: np.ndarray, like: object) -> float | np.ndarray:
+    """A Python float when the caller's argument ``like`` was a scalar, else ``values``."""
+    return float(values) if np.ndim(like) == 0 else values

@@ -286,8 +286,15 @@ class Composed(Mechanism):
         flat = [p.reshape(size, math.prod(p.shape[1:])).astype(float) for p in parts]
         return np.concatenate(flat, axis=1)
 
-    def log_density(self, dataset: np.ndarray, outputs: np.ndarray) -> np.ndarray:
-        """Exact log density, shape ``(size,)``: the sum of the runs' log densities."""
+    def _sum_over_runs(
+        self,
+        dataset: np.ndarray,
+        outputs: np.ndarray,
+        per_run: Callable[[Mechanism, np.ndarray], np.ndarray],
+    ) -> np.ndarray:
+        """``per_run(mechanism, its runs' outputs)`` for every component, summed per trial.
+
+        ``outputs`` must have the shape this mechanism produces on ``dataset``."""
         y = np.asarray(outputs)
         expected = self.output_shape(dataset)
         if y.ndim != len(expected) + 1 or y.shape[1:] != expected:
@@ -298,39 +305,23 @@ class Composed(Mechanism):
         size = y.shape[0]
         if self.base is not None:
             runs = y.reshape((size * self.times, *y.shape[2:]))
-            return self.base.log_density(dataset, runs).reshape(size, self.times).sum(axis=1)
+            return per_run(self.base, runs).reshape(size, self.times).sum(axis=1)
         total = np.zeros(size)
         start = 0
         for m, (shape, width) in zip(self.components, self._widths(dataset), strict=True):
-            part = y[:, start : start + width].reshape((size, *shape))
-            total += m.log_density(dataset, part)
+            total += per_run(m, y[:, start : start + width].reshape((size, *shape)))
             start += width
         return total
+
+    def log_density(self, dataset: np.ndarray, outputs: np.ndarray) -> np.ndarray:
+        """Exact log density, shape ``(size,)``: the sum of the runs' log densities."""
+        return self._sum_over_runs(dataset, outputs, lambda m, y: m.log_density(dataset, y))
 
     def log_density_ratio(
         self, d: np.ndarray, d_prime: np.ndarray, outputs: np.ndarray
     ) -> np.ndarray:
         """The sum of the runs' log density ratios (each exact where its mechanism's is)."""
-        y = np.asarray(outputs)
-        expected = self.output_shape(d)
-        if y.ndim != len(expected) + 1 or y.shape[1:] != expected:
-            shape = ", ".join(map(str, expected))
-            raise ValueError(
-                f"outputs must have shape (size, {shape}) on this dataset, got {y.shape}"
-            )
-        size = y.shape[0]
-        if self.base is not None:
-            runs = y.reshape((size * self.times, *y.shape[2:]))
-            ratio = self.base.log_density_ratio(d, d_prime, runs)
-            return ratio.reshape(size, self.times).sum(axis=1)
-        total = np.zeros(size)
-        start = 0
-        for m, (shape, width) in zip(self.components, self._widths(d), strict=True):
-            total += m.log_density_ratio(
-                d, d_prime, y[:, start : start + width].reshape((size, *shape))
-            )
-            start += width
-        return total
+        return self._sum_over_runs(d, outputs, lambda m, y: m.log_density_ratio(d, d_prime, y))
 
     def worst_case_pair(self) -> NeighbouringPair:
         """The base's pair; for a list, the components' common pair, or for noisy sum queries
