@@ -108,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
         "against f-DP, Renyi DP and (eps, delta) theory.",
         epilog="Exit codes: 0 as expected, 1 input error, 3 a claim was violated.",
     )
-    from dpaudit import __version__
+    from dpaudit._core.provenance import __version__
 
     parser.add_argument("--version", action="version", version=f"dpaudit {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)

@@ -15,7 +15,6 @@ without re-running anything: the counts are the sufficient statistics of every n
 from __future__ import annotations
 
 import json
-import platform
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -25,6 +24,7 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
+from dpaudit._core.provenance import versions
 from dpaudit.audit.confidence import clopper_pearson_upper
 from dpaudit.audit.empirical import EmpiricalTradeoff
 from dpaudit.audit.grid import ScoreGrid
@@ -45,12 +45,6 @@ DEFAULT_DELTAS = (0.0, 1e-5)
 
 #: A threshold enters the GDP estimate only if each of its four counts is at least this.
 _GDP_MIN_COUNT = 10
-
-
-def _versions() -> dict[str, str]:
-    from dpaudit import __version__
-
-    return {"dpaudit": __version__, "numpy": np.__version__, "python": platform.python_version()}
 
 
 def _json_default(value: Any) -> Any:
@@ -119,7 +113,7 @@ class AuditResult:
                 "exact_privacy_loss": bool(exact),
             },
             "pair": pair.to_dict(),
-            "versions": _versions(),
+            "versions": versions(libraries=("numpy",)),
             "random": {
                 "bit_generator": "PCG64",
                 "streams": "SeedSequence(seed, spawn_key=(stream, chunk)); streams 0 fit, "

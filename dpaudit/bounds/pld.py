@@ -68,7 +68,12 @@ import numpy as np
 import scipy.fft
 from scipy import special
 
-from dpaudit.bounds.tradeoff import PiecewiseLinearTradeoff, TradeoffCurve, from_points
+from dpaudit.bounds.tradeoff import (
+    PiecewiseLinearTradeoff,
+    TradeoffCurve,
+    from_points,
+    register_composition,
+)
 from dpaudit.bounds.validation import (
     check_choice,
     check_eps_array,
@@ -1502,3 +1507,6 @@ def compose_tradeoffs(
     names = " x ".join(getattr(c, "name", "f") for c in curves)
     a, b = total._curve_vertices("lower")
     return from_points(a, b, name=f"composition({names})", kind="bound")
+
+
+register_composition(compose_tradeoffs, general=True)

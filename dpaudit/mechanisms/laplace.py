@@ -69,7 +69,7 @@ class Laplace(AdditiveNoiseMechanism):
     def _theories(self) -> dict[str, Callable[[], PrivacyProfile]]:
         """``exact`` (closed-form trade-off, DRS Section 2.2), ``pld``, ``rdp``."""
         return {
-            "exact": lambda: CurveProfile(tradeoff.laplace(self.pure_epsilon)),
+            "exact": lambda: CurveProfile(tradeoff.laplace_tradeoff(self.pure_epsilon)),
             "pld": self.pld,
             "rdp": self.rdp,
         }

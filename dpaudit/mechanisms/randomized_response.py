@@ -86,7 +86,7 @@ class RandomizedResponse(Mechanism):
     def _theories(self) -> dict[str, Callable[[], PrivacyProfile]]:
         """``exact`` (one report's trade-off; ``f_{eps,0}`` for ``k = 2``), ``pld``, ``rdp``."""
         return {
-            "exact": lambda: CurveProfile(tradeoff.randomized_response(self.eps, self.k)),
+            "exact": lambda: CurveProfile(tradeoff.randomized_response_tradeoff(self.eps, self.k)),
             "pld": self.pld,
             "rdp": self.rdp,
         }

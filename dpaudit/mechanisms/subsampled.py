@@ -165,7 +165,7 @@ class _SubsampledSum(Mechanism):
         if isinstance(self.base, Gaussian):
             f = gdp(self.shift / self.base.sigma)
         else:
-            f = tradeoff.laplace(self.shift / self.base.scale)
+            f = tradeoff.laplace_tradeoff(self.shift / self.base.scale)
         return tradeoff.subsample(f, self.rate)
 
     def pld(self, step: float | None = None) -> pld_lib.PLD:

@@ -17,13 +17,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import platform
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from dpaudit._core.provenance import __version__, versions
 from dpaudit.bounds.tradeoff import TradeoffCurve
 from dpaudit.bounds.validation import check_choice, check_probability
 from dpaudit.mechanisms.base import METHOD_KINDS, Mechanism
@@ -106,23 +106,6 @@ def from_json_value(value: Any) -> float | None:
     if isinstance(value, str):
         return float(value)
     return float(value)
-
-
-def versions() -> dict[str, str]:
-    """Versions of dpaudit, Python and the numerical libraries, for the record of a run."""
-    import matplotlib
-    import scipy
-
-    from dpaudit import __version__
-
-    return {
-        "dpaudit": __version__,
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "scipy": scipy.__version__,
-        "matplotlib": matplotlib.__version__,
-        "platform": platform.platform(terse=True),
-    }
 
 
 def _curve_points(curve: TradeoffCurve) -> dict[str, list[float]]:
@@ -369,8 +352,6 @@ def as_record(result: Any) -> dict[str, Any]:
 
 def results_document(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The content of ``results.json``: ``{"dpaudit_version": ..., "audits": [...]}``."""
-    from dpaudit import __version__
-
     return {"dpaudit_version": __version__, "audits": [dict(r) for r in records]}
 
 
