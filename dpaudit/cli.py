@@ -370,7 +370,7 @@ def _cmd_audit_accountant(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench_flawed(args: argparse.Namespace) -> int:
-    from dpaudit.mechanisms.flawed import format_benchmark, run_benchmark
+    from dpaudit.audit.benchmark import format_benchmark, run_benchmark
 
     frame = run_benchmark(args.trials, seed=args.seed, n_jobs=args.n_jobs)
     print(format_benchmark(frame))
