@@ -532,6 +532,8 @@ class Learned(Attack):
         selection or evaluation trial, so the bounds stay valid exactly as with the engine's fit
         sample alone.
 
+    Notes
+    -----
     :meth:`score` before :meth:`fit` raises ``ValueError``.
     """
 

@@ -30,6 +30,8 @@ class LikelihoodRatio(Attack):
         The neighbouring pair the test distinguishes; ``p`` is the density on ``pair.d``, ``q``
         on ``pair.d_prime``. Defaults to ``mechanism.worst_case_pair()``.
 
+    Notes
+    -----
     Outputs impossible under ``D`` but possible under ``D_prime`` score ``+inf`` (and ``-inf`` the
     other way round); an output impossible under both raises ``ValueError``.
     """

@@ -176,6 +176,8 @@ class PrivacyLossStatistics:
         Under ``D_prime``, per bin: count, ``sum e^{lower edge - s}``,
         ``sum e^{2(lower edge - s)}``.
 
+    Notes
+    -----
     ``delta(eps)`` is exact (the sample mean of ``(1 - e^{eps - L})_+``) at every grid edge and at
     every ``eps`` whose bin holds a single score value, which covers discrete scores such as
     randomized response entirely; between edges of a bin with many values it is bounded by the

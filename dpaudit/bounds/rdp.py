@@ -183,6 +183,8 @@ class RDPCurve:
     name:
         Label for tables and figures.
 
+    Notes
+    -----
     Composition adds the curves order by order (Mironov 2017, Proposition 1); ``a + b`` is
     :meth:`compose`. The conversions to ``(eps, delta)`` minimise over the stored orders.
     """
