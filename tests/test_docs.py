@@ -101,3 +101,18 @@ def test_anchor_check_rejects_a_missing_section():
     anchors = _anchors(ROOT / "docs/theory.md")
     assert {"pld", "conventions", "empirical", "strategies"} <= anchors
     assert "no-such-section" not in anchors
+
+
+def test_every_public_module_is_in_the_api_reference():
+    modules = set()
+    for path in (ROOT / "dpaudit").rglob("*.py"):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        if not any(part.startswith("_") for part in parts):
+            modules.add(".".join(parts))
+    documented = set()
+    for page in (ROOT / "docs" / "api").glob("*.md"):
+        documented |= set(re.findall(r"^::: ([\w.]+)", page.read_text(encoding="utf-8"), re.M))
+    missing = sorted(modules - documented - {"dpaudit"})
+    assert not missing, f"add '::: <module>' to a page of docs/api/ for: {', '.join(missing)}"
