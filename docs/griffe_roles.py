@@ -2,11 +2,11 @@
 
 The docstrings name other objects with roles such as
 ``:class:`~dpaudit.bounds.tradeoff.TradeoffCurve``` or ``:meth:`compose```, which read well as
-plain text. While the API reference is built, this
-griffe extension rewrites each role into a Markdown cross-reference when its target is a
-documented public object of dpaudit (looked up as written, then relative to the enclosing class,
-module and packages), and into inline code otherwise, so that no role is shown raw and no link
-points nowhere.
+plain text. While the API reference is built, this griffe extension rewrites each role into a
+Markdown cross-reference when its target is a documented public object of dpaudit (looked up as
+written, then relative to the enclosing class, module and packages), and into inline code
+otherwise, so that no role is shown raw and no link points nowhere. It also turns the
+reStructuredText literal-block marker ``::`` into a single colon.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ ROLE = re.compile(
     r":(?:class|func|meth|mod|data|attr|exc|obj):`(~?)([\w.]+)(?:\(\))?`"  # :role:`~target`
     r"|:(?:class|func|meth|mod|data|attr|exc|obj):`([^`<]+?)\s*<([\w.]+)>`"  # :role:`title <t>`
 )
+
+LITERAL = re.compile(r"(?<=\S)::\n\n")
 
 
 def _lookup(root: Any, path: str) -> Any | None:
@@ -70,7 +72,9 @@ def _rewrite(root: Any, obj: Any) -> None:
                 return f"[`{label}`][{final.path}]"
         return f"`{label}`"
 
-    docstring.value = ROLE.sub(replace, docstring.value)
+    # A reStructuredText literal block ("text::" then an indented block) is, in Markdown, a
+    # sentence ending in one colon followed by an indented code block.
+    docstring.value = LITERAL.sub(":\n\n", ROLE.sub(replace, docstring.value))
 
 
 def _parents(obj: Any) -> list[Any]:
