@@ -17,9 +17,9 @@ from dpaudit.audit.result import AuditResult
 def __getattr__(name: str) -> object:
     """Import ``dpaudit.reports`` on first use: it loads matplotlib, which audits do not need."""
     if name == "reports":
-        import importlib
+        import dpaudit.reports
 
-        return importlib.import_module("dpaudit.reports")
+        return dpaudit.reports
     raise AttributeError(f"module 'dpaudit' has no attribute {name!r}")
 
 

@@ -52,6 +52,9 @@ from joblib import Parallel, delayed
 from scipy import special
 from tqdm import tqdm
 
+from dpaudit.accountants.claims import Claim
+from dpaudit.accountants.convert import as_claim
+from dpaudit.accountants.libraries import AccountantUnavailable
 from dpaudit.audit.confidence import (
     clopper_pearson_lower,
     clopper_pearson_upper,
@@ -106,142 +109,6 @@ _INTEGER_LAMBDAS = np.arange(1.0, 513.0)
 _DEFAULT_POINTS = 12
 
 
-# --------------------------------------------------------------------------------------- claims
-class Claim:
-    """A claimed privacy profile ``eps -> delta(eps)`` (vectorised), with a name and a kind.
-
-    ``kind`` is what the claimant states: ``"bound"`` (a guarantee), ``"exact"``,
-    ``"approximation"`` (e.g. a central-limit estimate, not a guarantee) or ``"claim"``.
-    """
-
-    def __init__(
-        self,
-        delta_fn: Callable[[np.ndarray], np.ndarray],
-        *,
-        name: str,
-        kind: str = "claim",
-        epsilon_fn: Callable[[float], float] | None = None,
-    ) -> None:
-        self._delta_fn = delta_fn
-        self._epsilon_fn = epsilon_fn
-        self.name = str(name)
-        self.kind = str(kind)
-
-    def __repr__(self) -> str:
-        return f"<Claim {self.name} ({self.kind})>"
-
-    def delta(self, eps: float | np.ndarray) -> np.ndarray:
-        """Claimed ``delta`` at each ``eps``; ``ValueError`` if it is not in ``[0, 1]``."""
-        eps_arr = np.asarray(eps, dtype=float)
-        out = np.asarray(self._delta_fn(eps_arr), dtype=float)
-        if out.shape != eps_arr.shape:
-            out = np.broadcast_to(out, eps_arr.shape).astype(float)
-        if np.isnan(out).any() or (out < 0).any() or (out > 1).any():
-            raise ValueError(f"claim {self.name} returned delta outside [0, 1] (or NaN)")
-        return out
-
-    def epsilon(self, delta: float) -> float:
-        """Smallest ``eps >= 0`` with claimed ``delta(eps) <= delta`` (native when the claimant
-        computes it, else bisection on :meth:`delta`; ``inf`` if none below ``1e4``)."""
-        delta = check_probability("delta", delta)
-        if self._epsilon_fn is not None:
-            return float(self._epsilon_fn(delta))
-        if self.delta(0.0) <= delta:
-            return 0.0
-        hi = 1.0
-        while self.delta(hi) > delta:
-            hi *= 2.0
-            if hi > 1e4:
-                return math.inf
-        lo = 0.0
-        for _ in range(60):
-            mid = 0.5 * (lo + hi)
-            if self.delta(mid) <= delta:
-                hi = mid
-            else:
-                lo = mid
-        return hi
-
-
-def _table_claim(table: np.ndarray, name: str) -> Claim:
-    """``(eps_i, delta_i)`` pairs: each says ``(eps_i, delta_i)``-DP, which implies
-    ``delta(eps) <= min{delta_i : eps_i <= eps}`` (``delta`` is non-increasing in ``eps``)."""
-    eps_i, delta_i = table[:, 0], table[:, 1]
-    order = np.argsort(eps_i, kind="stable")
-    eps_i = eps_i[order]
-    best = np.minimum.accumulate(delta_i[order])
-
-    def delta(eps: np.ndarray) -> np.ndarray:
-        idx = np.searchsorted(eps_i, eps, side="right") - 1
-        return np.where(idx >= 0, best[np.clip(idx, 0, None)], 1.0)
-
-    claim = Claim(delta, name=name, kind="claim")
-    claim.table_epsilons = eps_i  # type: ignore[attr-defined]
-    return claim
-
-
-def _callable_claim(fn: Callable[..., Any], name: str, kind: str) -> Claim:
-    def delta(eps: np.ndarray) -> np.ndarray:
-        try:
-            out = np.asarray(fn(eps), dtype=float)
-            if out.shape == eps.shape:
-                return out
-        except (TypeError, ValueError):
-            pass
-        flat = [float(fn(float(e))) for e in eps.ravel()]
-        return np.asarray(flat, dtype=float).reshape(eps.shape)
-
-    return Claim(delta, name=name, kind=kind)
-
-
-def as_claim(claimed: Any, mechanism: Any = None, *, name: str | None = None) -> Claim:
-    """Turn what :func:`audit_accountant` accepts into a :class:`Claim`.
-
-    Accepted: a :class:`Claim`; the name of an accountant of :mod:`dpaudit.accountants` (e.g.
-    ``"dp_accounting:pld"``, needs ``mechanism``); anything with ``.delta(eps)`` (a
-    :class:`~dpaudit.bounds.tradeoff.TradeoffCurve`, a PLD, an RDP curve, a mechanism's theory);
-    a callable ``eps -> delta``; a table of ``(eps, delta)`` pairs (an ``(n, 2)`` array or a
-    sequence of pairs), read as the statements ``(eps_i, delta_i)``-DP.
-    """
-    if isinstance(claimed, Claim):
-        return claimed
-    if isinstance(claimed, str):
-        from dpaudit import accountants
-
-        if mechanism is None:
-            raise ValueError(f"the accountant {claimed!r} needs the mechanism it accounts for")
-        return accountants.claim(claimed, mechanism)
-    label = name or str(getattr(claimed, "name", "") or "claim")
-    if hasattr(claimed, "delta") and callable(claimed.delta):
-        kind = str(getattr(claimed, "kind", "claim"))
-        epsilon = getattr(claimed, "epsilon", None)
-        return Claim(
-            lambda eps: np.asarray(claimed.delta(eps), dtype=float),
-            name=label,
-            kind=kind,
-            epsilon_fn=epsilon if callable(epsilon) else None,
-        )
-    if callable(claimed):
-        return _callable_claim(claimed, name or getattr(claimed, "__name__", "claim"), "claim")
-    try:
-        table = np.asarray(claimed, dtype=float)
-    except (TypeError, ValueError):
-        table = None
-    if table is None or table.ndim != 2 or table.shape[1] != 2 or table.shape[0] < 1:
-        raise ValueError(
-            "claimed must be a callable eps -> delta, an object with .delta(eps), an accountant "
-            f"name, or a table of (eps, delta) pairs; got {type(claimed).__name__}"
-        )
-    if (
-        not np.isfinite(table).all()
-        or (table[:, 0] < 0).any()
-        or (table[:, 1] < 0).any()
-        or (table[:, 1] > 1).any()
-    ):
-        raise ValueError("a table of (eps, delta) pairs needs eps >= 0 and delta in [0, 1]")
-    return _table_claim(table, name or "claim")
-
-
 def _claims(claimed: Any, mechanism: Any) -> dict[str, Claim | Exception]:
     """Name -> claim, or the exception that says why it is unavailable."""
     if isinstance(claimed, Mapping):
@@ -250,8 +117,6 @@ def _claims(claimed: Any, mechanism: Any) -> dict[str, Claim | Exception]:
         items = [(c, c) for c in claimed]
     else:
         items = [(None, claimed)]
-    from dpaudit.accountants import AccountantUnavailable
-
     out: dict[str, Claim | Exception] = {}
     for key, value in items:
         label = key if key is not None else (value if isinstance(value, str) else None)
@@ -771,7 +636,6 @@ class AccountantAudit:
     def check(self, claimed: Any, name: str | None = None, mechanism: Any = None) -> ClaimCheck:
         """Check another claim against the same samples and store its verdict in
         :attr:`claims` (the intervals are simultaneous, so every verdict holds at once)."""
-        from dpaudit.accountants import AccountantUnavailable
 
         try:
             claim = as_claim(claimed, mechanism, name=name)
