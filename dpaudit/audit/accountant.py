@@ -52,6 +52,7 @@ from joblib import Parallel, delayed
 from scipy import special
 from tqdm import tqdm
 
+from dpaudit._core.jsonvalues import to_json_value
 from dpaudit.accountants.claims import Claim
 from dpaudit.accountants.convert import as_claim
 from dpaudit.accountants.libraries import AccountantUnavailable
@@ -715,7 +716,10 @@ class AccountantAudit:
         }
         return {
             "kind": "accountant_audit",
-            "mechanism": {"name": self.mechanism_name, "params": _jsonable(self.mechanism_params)},
+            "mechanism": {
+                "name": self.mechanism_name,
+                "params": to_json_value(self.mechanism_params),
+            },
             "pair": self.pair.to_dict(),
             "trials": self.trials,
             "seed": self.seed,
@@ -741,20 +745,6 @@ class AccountantAudit:
             ),
             "claims": {name: c.to_dict() for name, c in self.claims.items()},
         }
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return _jsonable(value.tolist())
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    return value
 
 
 def _verdict_sentence(check: ClaimCheck, result: AccountantAudit) -> str:
@@ -1009,7 +999,7 @@ def run_accountant_spec(spec: AccountantAuditSpec, *, progress: bool | None = No
     record.update(
         name=spec.name,
         description=spec.description,
-        spec=_jsonable(spec.table),
+        spec=to_json_value(spec.table),
         summary={name: _verdict_sentence(c, result) for name, c in result.claims.items()},
     )
     return record

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
+from dpaudit._core.jsonvalues import json_leaf
 from dpaudit._core.provenance import versions
 from dpaudit.audit.confidence import clopper_pearson_upper
 from dpaudit.audit.empirical import EmpiricalTradeoff
@@ -45,15 +46,6 @@ DEFAULT_DELTAS = (0.0, 1e-5)
 
 #: A threshold enters the GDP estimate only if each of its four counts is at least this.
 _GDP_MIN_COUNT = 10
-
-
-def _json_default(value: Any) -> Any:
-    """numpy scalars and arrays in parameters, as plain JSON values."""
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
 def _float_key(value: float) -> str:
@@ -471,7 +463,7 @@ class AuditResult:
 
     def to_json(self, path: str | None = None, *, indent: int | None = None) -> str:
         """The :meth:`to_dict` record as strict JSON (no NaN/inf); written to ``path`` if given."""
-        text = json.dumps(self.to_dict(), indent=indent, allow_nan=False, default=_json_default)
+        text = json.dumps(self.to_dict(), indent=indent, allow_nan=False, default=json_leaf)
         if path is not None:
             with open(path, "w", encoding="utf-8") as fh:
                 fh.write(text)
