@@ -53,6 +53,7 @@ from scipy import special
 from tqdm import tqdm
 
 from dpaudit._core.jsonvalues import to_json_value
+from dpaudit._core.streams import chunk_generator
 from dpaudit.accountants.claims import Claim
 from dpaudit.accountants.convert import as_claim
 from dpaudit.accountants.libraries import AccountantUnavailable
@@ -89,10 +90,9 @@ ESTIMATORS = ("plain_bernstein", "plain_events", "importance_bernstein")
 #: Levels ``c_j`` of the event staircases (``c_0 = 0``).
 STAIRCASE = np.array([0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99])
 
-#: Random streams: ``SeedSequence(seed, spawn_key=(_STREAM + order, chunk))`` (order 0 or 1);
-#: ``_STREAM + 2`` draws the two-output probe of the output shape.
-_STREAM = 16
-_PROBE = 2
+#: Random streams (:data:`dpaudit._core.streams.STREAMS`) of the two orders of the pair (indexed
+#: like :data:`ORDERS`) and of the two-output probe of the output shape.
+_ORDER_STREAMS = ("accountant_d_d_prime", "accountant_d_prime_d")
 
 #: Largest number of chunks in one task and tasks per order (as in the engine, the task
 #: partition depends only on the sizes, never on the number of workers).
@@ -230,10 +230,6 @@ class _Job:
     chunk_size: int
 
 
-def _generator(seed: int, stream: int, chunk: int) -> np.random.Generator:
-    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(_STREAM + stream, chunk)))
-
-
 def _empty_tally(job: _Job, order: int) -> dict[str, np.ndarray]:
     k = job.eps.size
     out = {
@@ -284,7 +280,7 @@ def _run_task(job: _Job, order: int, first: int, n_chunks: int, total: int) -> d
     hist = np.zeros(flat_thr.size + 1, dtype=np.int64)
     for chunk in range(first, first + n_chunks):
         size = min(job.chunk_size, total - chunk * job.chunk_size)
-        rng = _generator(job.seed, order, chunk)
+        rng = chunk_generator(job.seed, _ORDER_STREAMS[order], chunk)
         counts = rng.multinomial(size, np.exp(plan.log_pi)) if plan.tilted else np.array([size])
         losses = [_loss(job.mechanism, a, b, job.mechanism.sample(a, int(counts[0]), rng))]
         for j in range(1, counts.size):
@@ -904,7 +900,7 @@ def audit_accountant(
     plans = (_plan(tilts[0], eps), _plan(tilts[1], eps))
     thresholds = eps[:, None] - np.log1p(-STAIRCASE)[None, :]
 
-    probe = np.asarray(model.sample(model_pair.d, 2, _generator(seed, _PROBE, 0)))
+    probe = np.asarray(model.sample(model_pair.d, 2, chunk_generator(seed, "accountant_probe", 0)))
     try:
         model.log_density(model_pair.d, probe)
     except (NotImplementedError, AttributeError):

@@ -41,6 +41,8 @@ from joblib import Parallel, delayed
 from joblib.externals.loky.process_executor import TerminatedWorkerError
 from tqdm import tqdm
 
+from dpaudit._core.streams import STREAMS as _ALL_STREAMS
+from dpaudit._core.streams import chunk_generator
 from dpaudit.attacks.base import Attack
 from dpaudit.attacks.likelihood_ratio import LikelihoodRatio
 from dpaudit.attacks.threshold import Threshold
@@ -63,8 +65,11 @@ __all__ = [
     "WORKER_RETRIES",
 ]
 
-#: Random streams: ``SeedSequence(seed, spawn_key=(STREAMS[name], chunk))``.
-STREAMS = {"fit": 0, "pilot": 1, "selection": 2, "evaluation": 3, "probe": 4}
+#: The engine's random streams: ``SeedSequence(seed, spawn_key=(STREAMS[name], chunk))`` (the
+#: table of every stream is :data:`dpaudit._core.streams.STREAMS`).
+STREAMS = {
+    name: _ALL_STREAMS[name] for name in ("fit", "pilot", "selection", "evaluation", "probe")
+}
 
 #: Largest pilot sample per dataset (it fixes the score grid); never more than the selection.
 PILOT_TRIALS = 2**16
@@ -102,12 +107,6 @@ def default_chunk_size(values_per_output: int) -> int:
     values = check_integer("values_per_output", values_per_output, minimum=1)
     target = max(_CHUNK_VALUES // values, 1)
     return int(min(_MAX_CHUNK, max(_MIN_CHUNK, 2 ** int(math.floor(math.log2(target))))))
-
-
-def chunk_generator(seed: int, stream: str, chunk: int) -> np.random.Generator:
-    """The generator of chunk ``chunk`` of ``stream`` (one of :data:`STREAMS`)."""
-    ss = np.random.SeedSequence(seed, spawn_key=(STREAMS[stream], int(chunk)))
-    return np.random.default_rng(ss)
 
 
 @dataclass(frozen=True)
