@@ -44,13 +44,13 @@ import numpy as np
 
 from dpaudit import attacks, mechanisms
 from dpaudit._core.jsonvalues import to_json_value
+from dpaudit._core.validation import check_choice, check_integer, check_probability
 from dpaudit.attacks.base import Attack
 from dpaudit.audit.accountant import AccountantAuditSpec
 from dpaudit.audit.engine import audit
 from dpaudit.audit.strategies import STRATEGIES
 from dpaudit.bounds.gdp import gdp
 from dpaudit.bounds.tradeoff import TradeoffCurve, approx_dp
-from dpaudit.bounds.validation import check_choice, check_integer, check_probability
 from dpaudit.mechanisms.base import METHOD_KINDS, Mechanism, NeighbouringPair
 
 if sys.version_info >= (3, 11):

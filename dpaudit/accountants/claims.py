@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dpaudit.bounds.validation import check_probability
+from dpaudit._core.validation import check_probability
 
 __all__ = ["Claim"]
 

@@ -53,8 +53,8 @@ from typing import Any
 import numpy as np
 
 from dpaudit._core.streams import TAGS
+from dpaudit._core.validation import check_choice, check_integer, check_positive
 from dpaudit.attacks.base import Attack
-from dpaudit.bounds.validation import check_choice, check_integer, check_positive
 
 __all__ = ["Learned", "LEARNED_MODELS", "fit_logistic"]
 

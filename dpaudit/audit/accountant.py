@@ -54,6 +54,7 @@ from tqdm import tqdm
 
 from dpaudit._core.jsonvalues import to_json_value
 from dpaudit._core.streams import chunk_generator
+from dpaudit._core.validation import check_integer, check_probability
 from dpaudit.accountants.claims import Claim
 from dpaudit.accountants.convert import as_claim
 from dpaudit.accountants.libraries import AccountantUnavailable
@@ -64,7 +65,6 @@ from dpaudit.audit.confidence import (
 )
 from dpaudit.audit.engine import default_chunk_size
 from dpaudit.audit.importance import LossTilt, log_conversion_factor, loss_tilt
-from dpaudit.bounds.validation import check_integer, check_probability
 from dpaudit.mechanisms.base import NeighbouringPair
 
 __all__ = [

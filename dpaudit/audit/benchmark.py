@@ -12,9 +12,9 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from dpaudit._core.validation import check_integer
 from dpaudit.attacks.learned import Learned
 from dpaudit.audit.engine import audit
-from dpaudit.bounds.validation import check_integer
 from dpaudit.mechanisms.flawed import FLAWED, PUBLISHED, claimed_curve, flawed
 
 __all__ = ["format_benchmark", "run_benchmark", "summarize_benchmark"]

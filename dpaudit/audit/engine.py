@@ -43,6 +43,7 @@ from tqdm import tqdm
 
 from dpaudit._core.streams import STREAMS as _ALL_STREAMS
 from dpaudit._core.streams import chunk_generator
+from dpaudit._core.validation import check_choice, check_integer, check_probability
 from dpaudit.attacks.base import Attack
 from dpaudit.attacks.likelihood_ratio import LikelihoodRatio
 from dpaudit.attacks.threshold import Threshold
@@ -51,7 +52,6 @@ from dpaudit.audit.privacy_loss import PrivacyLossStatistics
 from dpaudit.audit.result import AuditResult
 from dpaudit.audit.store import ChunkStore
 from dpaudit.audit.strategies import STRATEGIES, default_selection_trials
-from dpaudit.bounds.validation import check_choice, check_integer, check_probability
 from dpaudit.mechanisms.base import NeighbouringPair
 
 __all__ = [

@@ -27,10 +27,10 @@ from typing import Any
 import numpy as np
 
 from dpaudit._core.streams import TAGS
+from dpaudit._core.validation import check_integer, check_probability
 from dpaudit.attacks.base import Attack
 from dpaudit.audit.engine import audit
 from dpaudit.audit.result import AuditResult
-from dpaudit.bounds.validation import check_integer, check_probability
 from dpaudit.mechanisms.base import RELATIONS, NeighbouringPair
 
 __all__ = ["PairSearchResult", "answer_pairs", "record_pairs", "search_pairs"]

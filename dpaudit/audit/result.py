@@ -26,6 +26,7 @@ from scipy import special
 
 from dpaudit._core.jsonvalues import json_leaf
 from dpaudit._core.provenance import versions
+from dpaudit._core.validation import check_probability
 from dpaudit.audit.confidence import clopper_pearson_upper
 from dpaudit.audit.empirical import EmpiricalTradeoff
 from dpaudit.audit.grid import ScoreGrid
@@ -33,7 +34,6 @@ from dpaudit.audit.lower_bounds import epsilon_from_errors, mu_from_errors, viol
 from dpaudit.audit.privacy_loss import PrivacyLossStatistics
 from dpaudit.audit.strategies import bonferroni_candidates, predicted_upper
 from dpaudit.bounds.tradeoff import TradeoffCurve
-from dpaudit.bounds.validation import check_probability
 from dpaudit.mechanisms.base import METHOD_KINDS, NeighbouringPair
 
 __all__ = ["AuditResult", "RESULT_FORMAT", "DEFAULT_DELTAS"]

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from dpaudit._core.validation import check_integer
 from dpaudit.audit.confidence import clopper_pearson_upper
-from dpaudit.bounds.validation import check_integer
 
 __all__ = [
     "STRATEGIES",

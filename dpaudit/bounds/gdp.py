@@ -27,8 +27,7 @@ from scipy import integrate
 from scipy.special import erfcx, log_ndtr, ndtr, ndtri
 
 from dpaudit._core.modules import make_callable
-from dpaudit.bounds.tradeoff import TradeoffCurve, register_composition
-from dpaudit.bounds.validation import (
+from dpaudit._core.validation import (
     check_choice,
     check_eps_array,
     check_integer,
@@ -36,6 +35,7 @@ from dpaudit.bounds.validation import (
     check_positive,
     check_probability,
 )
+from dpaudit.bounds.tradeoff import TradeoffCurve, register_composition
 
 __all__ = [
     "GDPTradeoff",

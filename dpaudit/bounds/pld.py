@@ -69,19 +69,19 @@ import numpy as np
 import scipy.fft
 from scipy import special
 
-from dpaudit.bounds.tradeoff import (
-    PiecewiseLinearTradeoff,
-    TradeoffCurve,
-    from_points,
-    register_composition,
-)
-from dpaudit.bounds.validation import (
+from dpaudit._core.validation import (
     check_choice,
     check_eps_array,
     check_integer,
     check_positive,
     check_probability,
     check_real,
+)
+from dpaudit.bounds.tradeoff import (
+    PiecewiseLinearTradeoff,
+    TradeoffCurve,
+    from_points,
+    register_composition,
 )
 
 __all__ = [

@@ -27,7 +27,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy.optimize import isotonic_regression
 
-from dpaudit.bounds.validation import (
+from dpaudit._core.validation import (
     check_array_in_unit_interval,
     check_choice,
     check_eps_array,

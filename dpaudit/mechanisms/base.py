@@ -17,13 +17,13 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from dpaudit.bounds.tradeoff import TradeoffCurve
-from dpaudit.bounds.validation import (
+from dpaudit._core.validation import (
     check_choice,
     check_integer,
     check_positive,
     check_probability,
 )
+from dpaudit.bounds.tradeoff import TradeoffCurve
 
 __all__ = [
     "RELATIONS",

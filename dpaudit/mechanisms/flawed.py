@@ -33,8 +33,8 @@ from typing import Any
 
 import numpy as np
 
+from dpaudit._core.validation import check_integer, check_positive, check_probability, check_real
 from dpaudit.bounds.tradeoff import TradeoffCurve, approx_dp
-from dpaudit.bounds.validation import check_integer, check_positive, check_probability, check_real
 from dpaudit.mechanisms.base import (
     Mechanism,
     NeighbouringPair,

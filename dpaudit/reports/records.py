@@ -25,8 +25,8 @@ import numpy as np
 
 from dpaudit._core.jsonvalues import from_json_value, to_json_value
 from dpaudit._core.provenance import __version__, versions
+from dpaudit._core.validation import check_choice, check_probability
 from dpaudit.bounds.tradeoff import TradeoffCurve
-from dpaudit.bounds.validation import check_choice, check_probability
 from dpaudit.mechanisms.base import METHOD_KINDS, Mechanism
 
 __all__ = [
