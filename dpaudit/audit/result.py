@@ -30,7 +30,13 @@ from dpaudit.audit.empirical import EmpiricalTradeoff
 from dpaudit.audit.grid import ScoreGrid
 from dpaudit.audit.lower_bounds import epsilon_from_errors, mu_from_errors, violation_margin
 from dpaudit.audit.privacy_loss import PrivacyLossStatistics
-from dpaudit.audit.strategies import bonferroni_candidates, predicted_upper
+from dpaudit.audit.strategies import (
+    bonferroni_candidates,
+    ceiling_errors,
+    holdout_choice,
+    oracle_errors,
+    predicted_upper,
+)
 from dpaudit.bounds.tradeoff import TradeoffCurve
 from dpaudit.bounds.validation import check_probability
 from dpaudit.mechanisms.base import METHOD_KINDS, NeighbouringPair
@@ -185,7 +191,12 @@ class AuditResult:
         """
         ev = self.tradeoff
         n0, n1 = ev.n_d, ev.n_d_prime
-        if self.strategy == "fixed":
+        strategy, chosen = self.strategy, None
+        if strategy == "holdout":
+            chosen = holdout_choice(objective(*self._predicted))
+            if chosen is None:  # nothing predicted positive: the Bonferroni candidates instead
+                strategy = "bonferroni"
+        if strategy == "fixed":
             fp, fn = self.fixed_counts
             k = fp.size
             g = self.gamma / (2 * k)
@@ -194,7 +205,7 @@ class AuditResult:
             i = int(np.argmax(objective(au, bu)))
             threshold, rule, fp_i, fn_i = float(self.fixed_thresholds[i]), ">", fp[i], fn[i]
             au_i, bu_i = float(au[i]), float(bu[i])
-        elif self.strategy == "bonferroni":
+        elif strategy == "bonferroni":
             cand = self.candidates
             k = cand.size
             g = self.gamma / (2 * k)
@@ -207,8 +218,7 @@ class AuditResult:
         else:
             k = 1
             g = self.gamma / 2
-            pa, pb = self._predicted
-            j = int(np.argmax(objective(pa, pb)))
+            j = chosen
             threshold, rule, fp_i, fn_i = float(self.grid.edges[j]), ">=", ev.fp[j], ev.fn[j]
             au_i = float(clopper_pearson_upper(fp_i, n0, g))
             bu_i = float(clopper_pearson_upper(fn_i, n1, g))
@@ -219,7 +229,7 @@ class AuditResult:
             "beta": float(fn_i) / n1,
             "alpha_upper": au_i,
             "beta_upper": bu_i,
-            "strategy": self.strategy,
+            "strategy": strategy,
             "candidates": int(k),
             "gamma_per_bound": float(g),
             "confidence": self.confidence,
@@ -258,6 +268,40 @@ class AuditResult:
         """``mu`` such that the mechanism is not ``mu'``-GDP for any ``mu' < mu``, at the stated
         confidence: ``Phi^{-1}(1 - alpha+) - Phi^{-1}(beta+)`` (THEORY.md section 5)."""
         return self.mu_witness()["mu"]
+
+    # ------------------------------------------------------------------ ceilings
+    def _ceiling_errors(self, kind: str) -> tuple[Any, Any]:
+        ev = self.tradeoff
+        if kind == "perfect":
+            return ceiling_errors(ev.n_d, ev.n_d_prime, self.gamma)
+        if kind != "oracle":
+            raise ValueError(f"kind must be 'perfect' or 'oracle', got {kind!r}")
+        curve = getattr(self.mechanism, "tradeoff", None)
+        if not callable(curve):
+            raise ValueError(
+                "the oracle ceiling needs the audited mechanism's trade-off curve "
+                "(mechanism.tradeoff()); this result has none"
+            )
+        return oracle_errors(curve(), ev.n_d, ev.n_d_prime, self.gamma)
+
+    def epsilon_ceiling(self, delta: float = 0.0, kind: str = "perfect") -> float:
+        """The most any audit with these evaluation sizes could certify at ``delta``.
+
+        ``kind="perfect"``: a perfect attack (no errors at all) read at one threshold with
+        ``gamma/2`` per bound (:func:`~dpaudit.audit.strategies.ceiling_errors`); no attack or
+        strategy of these sizes can exceed it. ``kind="oracle"``: an *estimate* of what the best
+        single threshold certifies on the mechanism's own trade-off curve
+        (:func:`~dpaudit.audit.strategies.oracle_errors`; needs ``mechanism.tradeoff()``).
+        The gap between :meth:`epsilon_lower_bound` and these is what the audit left unused.
+        """
+        delta = check_probability("delta", delta, high_open=True)
+        a, b = self._ceiling_errors(kind)
+        return float(np.max(epsilon_from_errors(a, b, delta)))
+
+    def mu_ceiling(self, kind: str = "perfect") -> float:
+        """The ``mu`` counterpart of :meth:`epsilon_ceiling`."""
+        a, b = self._ceiling_errors(kind)
+        return float(np.max(mu_from_errors(a, b)))
 
     def violates(self, claim: TradeoffCurve) -> dict[str, Any] | None:
         """Evidence that the mechanism is not ``claim``-DP, or ``None``.
