@@ -33,9 +33,8 @@ from dpaudit.audit.privacy_loss import PrivacyLossStatistics
 from dpaudit.audit.strategies import (
     bonferroni_candidates,
     ceiling_errors,
-    holdout_choice,
+    choose_threshold,
     oracle_errors,
-    predicted_upper,
 )
 from dpaudit.bounds.tradeoff import TradeoffCurve
 from dpaudit.bounds.validation import check_probability
@@ -172,30 +171,17 @@ class AuditResult:
         sel = self.selection_tradeoff
         return bonferroni_candidates(sel.fp, sel.fn, sel.n_d, sel.n_d_prime)
 
-    @cached_property
-    def _predicted(self) -> tuple[np.ndarray, np.ndarray]:
-        """Holdout: the evaluation's upper bounds predicted from pessimistic selection rates."""
-        sel, ev = self.selection_tradeoff, self.tradeoff
-        g = self.gamma / 2
-        return (
-            predicted_upper(sel.fp, sel.n_d, ev.n_d, g),
-            predicted_upper(sel.fn, sel.n_d_prime, ev.n_d_prime, g),
-        )
-
     # ------------------------------------------------------------------ threshold choice
     def _witness(self, objective: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> dict[str, Any]:
         """Choose a threshold by the strategy and read the evaluation counts there.
 
-        ``objective(alpha_upper, beta_upper) -> array`` (larger is better) is evaluated on
-        predicted bounds (holdout) or on the candidates' evaluation bounds (bonferroni, fixed).
+        ``objective(alpha_upper, beta_upper) -> array`` (larger is better); the choice itself is
+        :func:`~dpaudit.audit.strategies.choose_threshold` (``"fixed"``: the best of the user's
+        thresholds, ``gamma/(2K)`` per bound).
         """
         ev = self.tradeoff
         n0, n1 = ev.n_d, ev.n_d_prime
-        strategy, chosen = self.strategy, None
-        if strategy == "holdout":
-            chosen = holdout_choice(objective(*self._predicted))
-            if chosen is None:  # nothing predicted positive: the Bonferroni candidates instead
-                strategy = "bonferroni"
+        strategy = self.strategy
         if strategy == "fixed":
             fp, fn = self.fixed_counts
             k = fp.size
@@ -205,20 +191,21 @@ class AuditResult:
             i = int(np.argmax(objective(au, bu)))
             threshold, rule, fp_i, fn_i = float(self.fixed_thresholds[i]), ">", fp[i], fn[i]
             au_i, bu_i = float(au[i]), float(bu[i])
-        elif strategy == "bonferroni":
-            cand = self.candidates
-            k = cand.size
-            g = self.gamma / (2 * k)
-            au = clopper_pearson_upper(ev.fp[cand], n0, g)
-            bu = clopper_pearson_upper(ev.fn[cand], n1, g)
-            i = int(np.argmax(objective(au, bu)))
-            j = int(cand[i])
-            threshold, rule, fp_i, fn_i = float(self.grid.edges[j]), ">=", ev.fp[j], ev.fn[j]
-            au_i, bu_i = float(au[i]), float(bu[i])
         else:
-            k = 1
-            g = self.gamma / 2
-            j = chosen
+            sel = self.selection_tradeoff
+            choice = choose_threshold(
+                strategy,
+                objective,
+                (sel.fp, sel.fn, sel.n_d, sel.n_d_prime),
+                (ev.fp, ev.fn, n0, n1),
+                self.gamma,
+            )
+            j, g, k, strategy = (
+                choice["index"],
+                choice["gamma_per_bound"],
+                choice["candidates"],
+                choice["strategy"],
+            )
             threshold, rule, fp_i, fn_i = float(self.grid.edges[j]), ">=", ev.fp[j], ev.fn[j]
             au_i = float(clopper_pearson_upper(fp_i, n0, g))
             bu_i = float(clopper_pearson_upper(fn_i, n1, g))
