@@ -38,6 +38,8 @@ ARGUMENTS: dict[str, tuple[list[str], list[str]]] = {
     "accountant": (["--repeats", "1"], ["--intervals", "1e-4", "--repeats", "1"]),
     "dpsgd": (["--only", "throughput"], ["--only", "throughput", "--runs", "4096"]),
     "flawed": (["--trials", "1000000"], ["--trials", "100000"]),
+    "parallel": (["--repeat", "5"], ["--repeat", "2"]),
+    "strategies": ([], ["--quick"]),
 }
 
 #: Headline figures read off a script's output: (script, label, pattern, template); every line
@@ -60,6 +62,24 @@ HEADLINES: list[tuple[str, str, str, str]] = [
         "DP-SGD training runs",
         r"^(\d+) worker\(s\)\s+([\d,]+) runs/s",
         "{0} worker(s) {1}/s",
+    ),
+    (
+        "parallel",
+        "default n_jobs / n_jobs=1, largest ratio",
+        r"^largest ratio default / 1 worker\s+(.*)$",
+        "{0}",
+    ),
+    (
+        "strategies",
+        "strategy rows below 0.97 x best earlier strategy",
+        r"^rows below 0.97 or zero where Bonferroni is positive: (\d+)",
+        "{0}",
+    ),
+    (
+        "strategies",
+        "Gaussian eps = 1, 1e6 trials: default / holdout / h. 1e-3 / Bonferroni",
+        r"^gaussian\s+1e\+06\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)",
+        "{0} / {1} / {2} / {3}",
     ),
 ]
 
