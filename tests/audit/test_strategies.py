@@ -12,6 +12,8 @@ the point estimate at the same threshold exceed the truth in far more than 10 au
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -157,11 +159,15 @@ def test_auto_n_jobs():
     assert auto_n_jobs(100.0, cores=1) == 1
 
 
-def test_default_n_jobs_gives_identical_counts():
+def test_default_n_jobs_gives_identical_counts(monkeypatch):
     results = [
         dpaudit.audit(Gaussian(1.0), trials=50_000, seed=4, n_jobs=n_jobs)
         for n_jobs in (None, 1, 2)
     ]
+    # The automatic choice on its parallel branch (every audit predicted long enough).
+    engine = sys.modules["dpaudit.audit.engine"]
+    monkeypatch.setattr(engine, "AUTO_PARALLEL_SECONDS", 0.0)
+    results.append(dpaudit.audit(Gaussian(1.0), trials=50_000, seed=4))
     for r in results[1:]:
         assert np.array_equal(r.counts, results[0].counts)
         assert np.array_equal(r.selection_counts, results[0].selection_counts)
