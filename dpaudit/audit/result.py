@@ -38,6 +38,7 @@ from dpaudit.audit.strategies import (
     choose_threshold,
     oracle_errors,
 )
+from dpaudit.audit.witness import Witness
 from dpaudit.bounds.tradeoff import TradeoffCurve
 from dpaudit.mechanisms.base import METHOD_KINDS, NeighbouringPair
 
@@ -158,7 +159,7 @@ class AuditResult:
         return bonferroni_candidates(sel.fp, sel.fn, sel.n_d, sel.n_d_prime)
 
     # ------------------------------------------------------------------ threshold choice
-    def _witness(self, objective: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> dict[str, Any]:
+    def _witness(self, objective: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Witness:
         """Choose a threshold by the strategy and read the evaluation counts there.
 
         ``objective(alpha_upper, beta_upper) -> array`` (larger is better); the choice itself is
@@ -195,21 +196,21 @@ class AuditResult:
             threshold, rule, fp_i, fn_i = float(self.grid.edges[j]), ">=", ev.fp[j], ev.fn[j]
             au_i = float(clopper_pearson_upper(fp_i, n0, g))
             bu_i = float(clopper_pearson_upper(fn_i, n1, g))
-        return {
-            "threshold": threshold,
-            "rule": f"D_prime iff score {rule} threshold",
-            "alpha": float(fp_i) / n0,
-            "beta": float(fn_i) / n1,
-            "alpha_upper": au_i,
-            "beta_upper": bu_i,
-            "strategy": strategy,
-            "candidates": int(k),
-            "gamma_per_bound": float(g),
-            "confidence": self.confidence,
-        }
+        return Witness(
+            threshold=threshold,
+            rule=f"D_prime iff score {rule} threshold",
+            alpha=float(fp_i) / n0,
+            beta=float(fn_i) / n1,
+            alpha_upper=au_i,
+            beta_upper=bu_i,
+            strategy=strategy,
+            candidates=int(k),
+            gamma_per_bound=float(g),
+            confidence=self.confidence,
+        )
 
     # ------------------------------------------------------------------ lower bounds
-    def epsilon_witness(self, delta: float = 0.0) -> dict[str, Any]:
+    def epsilon_witness(self, delta: float = 0.0) -> Witness:
         """The threshold behind :meth:`epsilon_lower_bound` and its numbers.
 
         Keys: ``threshold``, ``rule``, ``alpha``, ``beta`` (estimates), ``alpha_upper``,
@@ -219,23 +220,23 @@ class AuditResult:
         """
         delta = check_probability("delta", delta, high_open=True)
         w = self._witness(lambda a, b: epsilon_from_errors(a, b, delta))
-        w["delta"] = delta
-        w["epsilon"] = float(epsilon_from_errors(w["alpha_upper"], w["beta_upper"], delta))
-        a, b = w["alpha_upper"], w["beta_upper"]
+        a, b = w.alpha_upper, w.beta_upper
         # Which ratio attains the bound: (1 - delta - b) / a (test as given) or its mirror.
-        w["order"] = "d_d_prime" if (1 - delta - b) * b >= (1 - delta - a) * a else "d_prime_d"
-        return w
+        return w.with_(
+            delta=delta,
+            epsilon=float(epsilon_from_errors(a, b, delta)),
+            order="d_d_prime" if (1 - delta - b) * b >= (1 - delta - a) * a else "d_prime_d",
+        )
 
     def epsilon_lower_bound(self, delta: float = 0.0) -> float:
         """``eps`` such that the mechanism is not ``(eps', delta)``-DP for any ``eps' < eps``,
         at the stated confidence (docs/theory.md#empirical). Never negative."""
         return self.epsilon_witness(delta)["epsilon"]
 
-    def mu_witness(self) -> dict[str, Any]:
+    def mu_witness(self) -> Witness:
         """The threshold behind :meth:`mu_lower_bound` (keys as :meth:`epsilon_witness`, ``mu``)."""
         w = self._witness(mu_from_errors)
-        w["mu"] = float(mu_from_errors(w["alpha_upper"], w["beta_upper"]))
-        return w
+        return w.with_(mu=float(mu_from_errors(w.alpha_upper, w.beta_upper)))
 
     def mu_lower_bound(self) -> float:
         """``mu`` such that the mechanism is not ``mu'``-GDP for any ``mu' < mu``, at the stated
@@ -276,7 +277,7 @@ class AuditResult:
         a, b = self._ceiling_errors(kind)
         return float(np.max(mu_from_errors(a, b)))
 
-    def violates(self, claim: TradeoffCurve) -> dict[str, Any] | None:
+    def violates(self, claim: TradeoffCurve) -> Witness | None:
         """Evidence that the mechanism is not ``claim``-DP, or ``None``.
 
         A threshold whose upper bounds fall below the claimed curve, ``beta+ < f(alpha+)``
@@ -297,11 +298,10 @@ class AuditResult:
         if max(forward, reverse) <= 0.0:
             return None
         if forward >= reverse:
-            w["order"], w["claimed_beta"] = "d_d_prime", float(claim(w["alpha_upper"]))
-        else:
-            w["order"], w["claimed_beta"] = "d_prime_d", float(claim(w["beta_upper"]))
-        w["claim"] = claim.name
-        return w
+            return w.with_(
+                order="d_d_prime", claimed_beta=float(claim(w.alpha_upper)), claim=claim.name
+            )
+        return w.with_(order="d_prime_d", claimed_beta=float(claim(w.beta_upper)), claim=claim.name)
 
     # ------------------------------------------------------------------ estimates
     def delta_estimate(self, eps: float | np.ndarray) -> dict[str, Any]:
