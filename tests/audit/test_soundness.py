@@ -13,7 +13,7 @@ selection split), must be rejected. The settings are chosen so that the truth is
 the Gaussian ``eps`` is checked at the ``delta`` where the user's threshold 1.8 on the privacy
 loss score is the optimal test (``eps = 1.8``), not at a ``delta`` whose ``eps`` no sample of
 this size can approach. With seeds 0..199 the point estimates exceed the truth in 106 to 200 of
-the 200 audits (bounds: at most 1); the rejection needs about 20, so at a true exceedance rate of
+the 200 audits (bounds: at most 1); the rejection needs 22, so at a true exceedance rate of
 one half a power test fails falsely with probability below 1e-30.
 """
 
