@@ -5,6 +5,9 @@ from __future__ import annotations
 import importlib
 import platform
 from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+from dpaudit._core.streams import STREAMS
 
 try:
     __version__ = version("dpaudit")
@@ -34,3 +37,38 @@ def versions(*, libraries: tuple[str, ...] = _LIBRARIES) -> dict[str, str]:
         except ImportError:
             continue
     return out
+
+
+def audit_metadata(mechanism: Any, pair: Any, attack: Any, exact: bool) -> dict[str, Any]:
+    """The JSON-ready record of what an audit audited and with which software.
+
+    Parameters
+    ----------
+    mechanism, pair, attack:
+        The audited objects: names, classes and ``params()`` are recorded, and
+        ``pair.to_dict()``.
+    exact:
+        Whether the attack's score is the exact privacy loss of the mechanism on the pair.
+    """
+    params = mechanism.params() if callable(getattr(mechanism, "params", None)) else {}
+    engine_streams = ("fit", "pilot", "selection", "evaluation", "probe")
+    return {
+        "mechanism": {
+            "name": getattr(mechanism, "name", type(mechanism).__name__),
+            "class": type(mechanism).__name__,
+            "params": params,
+        },
+        "attack": {
+            "name": attack.name,
+            "class": type(attack).__name__,
+            "params": attack.params(),
+            "exact_privacy_loss": bool(exact),
+        },
+        "pair": pair.to_dict(),
+        "versions": versions(libraries=("numpy",)),
+        "random": {
+            "bit_generator": "PCG64",
+            "streams": "SeedSequence(seed, spawn_key=(stream, chunk)); streams "
+            + ", ".join(f"{STREAMS[name]} {name}" for name in engine_streams),
+        },
+    }

@@ -41,6 +41,7 @@ from joblib import Parallel, delayed
 from joblib.externals.loky.process_executor import TerminatedWorkerError
 from tqdm import tqdm
 
+from dpaudit._core.provenance import audit_metadata
 from dpaudit._core.streams import STREAMS as _ALL_STREAMS
 from dpaudit._core.streams import chunk_generator
 from dpaudit._core.validation import check_choice, check_integer, check_probability
@@ -253,7 +254,7 @@ def _fingerprint(
     edges = np.ascontiguousarray(job.grid.edges, dtype=float)
     fixed = job.fixed_thresholds
     return {
-        **AuditResult.describe(job.mechanism, job.pair, job.attack, job.privacy_loss),
+        **audit_metadata(job.mechanism, job.pair, job.attack, job.privacy_loss),
         "seed": job.seed,
         "trials": trials,
         "selection_trials": selection_trials,
@@ -578,5 +579,5 @@ def audit(
         fixed_thresholds=fixed,
         fixed_counts=fixed_counts,
         chunk_size=chunk_size,
-        metadata=AuditResult.describe(mechanism, pair, attack, exact),
+        metadata=audit_metadata(mechanism, pair, attack, exact),
     )

@@ -15,6 +15,7 @@ without re-running anything: the counts are the sufficient statistics of every n
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -25,7 +26,7 @@ import pandas as pd
 from scipy import special
 
 from dpaudit._core.jsonvalues import json_leaf
-from dpaudit._core.provenance import versions
+from dpaudit._core.provenance import audit_metadata
 from dpaudit._core.validation import check_probability
 from dpaudit.audit.confidence import clopper_pearson_upper
 from dpaudit.audit.empirical import EmpiricalTradeoff
@@ -91,33 +92,19 @@ class AuditResult:
     chunk_size: int = 0
     metadata: dict[str, Any] = field(default_factory=dict)
 
-    # ------------------------------------------------------------------ construction helpers
     @staticmethod
     def describe(
         mechanism: Any, pair: NeighbouringPair, attack: Any, exact: bool
     ) -> dict[str, Any]:
-        """The JSON-ready record of what was audited and with which software."""
-        params = mechanism.params() if callable(getattr(mechanism, "params", None)) else {}
-        return {
-            "mechanism": {
-                "name": getattr(mechanism, "name", type(mechanism).__name__),
-                "class": type(mechanism).__name__,
-                "params": params,
-            },
-            "attack": {
-                "name": attack.name,
-                "class": type(attack).__name__,
-                "params": attack.params(),
-                "exact_privacy_loss": bool(exact),
-            },
-            "pair": pair.to_dict(),
-            "versions": versions(libraries=("numpy",)),
-            "random": {
-                "bit_generator": "PCG64",
-                "streams": "SeedSequence(seed, spawn_key=(stream, chunk)); streams 0 fit, "
-                "1 pilot, 2 selection, 3 evaluation, 4 probe",
-            },
-        }
+        """Deprecated: the engine's metadata helper, :func:`dpaudit._core.provenance.audit_metadata`
+        (to be removed in the next release; the result's own record is :attr:`metadata`)."""
+        warnings.warn(
+            "AuditResult.describe is deprecated and will be removed in the next release; "
+            "the record of an audit is result.metadata",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return audit_metadata(mechanism, pair, attack, exact)
 
     # ------------------------------------------------------------------ curves
     @property

@@ -44,3 +44,12 @@ def test_violation_witness_names_the_claim_and_order(result):
 def test_witness_refuses_an_unknown_order(result):
     with pytest.raises(ValueError, match="order must be one of"):
         result.mu_witness().with_(order="sideways")
+
+
+def test_describe_is_deprecated_and_metadata_is_the_record(result):
+    with pytest.warns(DeprecationWarning, match="result.metadata"):
+        described = type(result).describe(result.mechanism, result.pair, result.attack, True)
+    assert described["mechanism"] == result.metadata["mechanism"]
+    assert (
+        "0 fit, 1 pilot, 2 selection, 3 evaluation, 4 probe" in result.metadata["random"]["streams"]
+    )
