@@ -22,7 +22,8 @@ compare the audit with what the code promises. The neighbouring pair is given by
 
 Spec form (``mechanism = { kind = "blackbox", ... }``): ``callable = "package.module:function"``
 is imported with :mod:`importlib`, from the spec file's own folder first when the module's file
-lies there (no ``PYTHONPATH`` needed, and ``sys.path`` is left as it was); with ``params = { ... }`` the callable is a factory called as
+lies there (no ``PYTHONPATH`` needed, and ``sys.path`` is left as it was); with
+``params = { ... }`` the callable is a factory called as
 ``factory(**params)`` that returns the release function.
 """
 
@@ -221,6 +222,9 @@ class BlackBox(Mechanism):
                     f"callable {target!r} called with params must return the release function, "
                     f"got {type(fn).__name__}"
                 )
+        shown = target
+        if params is not None:
+            shown += "(" + ", ".join(f"{k}={v!r}" for k, v in params.items()) + ")"
         box = cls(
             fn,
             claim,
@@ -228,13 +232,9 @@ class BlackBox(Mechanism):
             dataset=dataset,
             neighbour=neighbour,
             relation=relation,
-            name=name or f"BlackBox({target})",
+            name=name or f"BlackBox({shown})",
         )
-        if params is not None:
-            arguments = ", ".join(f"{k}={v!r}" for k, v in params.items())
-            box.callable_name = f"{target}({arguments})"
-        else:
-            box.callable_name = target
+        box.callable_name = shown
         return box
 
     @property
