@@ -90,3 +90,23 @@ def test_reports_write_carries_a_blackbox_claim(tmp_path):
     assert record["mechanism"]["params"]["claim"] == claim.name
     assert "Violated" in (out / "README.md").read_text()
     assert "Violated" in (out / "index.html").read_text()
+
+
+def test_cli_refutes_the_sparse_vector_whose_bound_exceeds_its_claim(tmp_path):
+    """DP-Auditorium's sparse-vector variant (claim (1, 0)-DP, true eps up to 1.75 for c = 1)
+    with the learned attack and 2e4 trials: the reported eps bound at delta = 0 exceeds 1 and
+    the command exits with 3 (violated)."""
+    spec = tmp_path / "svt.toml"
+    spec.write_text(
+        "[[audit]]\n"
+        'name = "svt"\n'
+        'mechanism = { kind = "flawed", name = "dpa_svt_reveal_records", eps = 1.0, c = 1 }\n'
+        'attack = { kind = "learned", train_trials = 20_000 }\n'
+        'claim = { kind = "approx_dp", eps = 1.0, delta = 0.0 }\n'
+        "trials = 20_000\n"
+        "deltas = [0.0]\n"
+    )
+    code = cli.main(["run", str(spec), "-o", str(tmp_path / "out"), "--quiet"])
+    record = json.loads((tmp_path / "out" / "results.json").read_text())["audits"][0]
+    assert record["epsilon_lower_bounds"]["0.0"] > 1.0
+    assert record["verdict"] == "violated" and code == cli.EXIT_VIOLATION

@@ -201,6 +201,8 @@ def _theory(
     mechanism: Mechanism,
     deltas: Sequence[float],
     eps_grid: np.ndarray,
+    lower_bounds: Mapping[str, float],
+    mu_lower: float,
 ) -> dict[str, Any]:
     """Theory of every method beside the lower bounds, read from the engine's
     :meth:`~dpaudit.AuditResult.theory_comparison`, plus each method's curves. A method that
@@ -217,13 +219,16 @@ def _theory(
             entry["epsilon"] = {
                 delta_key(d): _nan_to_none(v) for d, v in zip(deltas, eps["theory"], strict=True)
             }
+            # Tightness of the record's own (family) bounds, not of lone-test bounds.
             entry["tightness"] = {
-                delta_key(d): _nan_to_none(v) for d, v in zip(deltas, eps["tightness"], strict=True)
+                key: tightness_ratio(lower_bounds[key], value)
+                for key, value in entry["epsilon"].items()
             }
             mu = rows[rows["quantity"] == "mu"].iloc[0]
+            mu_theory = _nan_to_none(mu["theory"])
             entry["mu"] = {
-                "theory": _nan_to_none(mu["theory"]),
-                "tightness": _nan_to_none(mu["tightness"]),
+                "theory": mu_theory,
+                "tightness": tightness_ratio(mu_lower, mu_theory),
             }
             notes += [n for n in rows["note"] if n]
         notes += _curves(
@@ -337,7 +342,13 @@ def build_record(
     witnesses = family["epsilon_witnesses"]
     violation = family["witness"]
     eps_grid = _eps_grid(lower_bounds, mechanism, claim, deltas)
-    theory = {} if mechanism is None else _theory(result, mechanism, deltas, eps_grid)
+    theory = (
+        {}
+        if mechanism is None
+        else _theory(
+            result, mechanism, deltas, eps_grid, lower_bounds, float(family["mu_lower_bound"])
+        )
+    )
     claim_entry = (
         None if claim is None else _claim(claim, claim_table, deltas, lower_bounds, eps_grid)
     )
