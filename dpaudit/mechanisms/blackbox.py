@@ -82,8 +82,9 @@ def load_callable(spec: str, directory: str | Path | None = None) -> Callable[..
     work too) and return the callable; any problem raises ``ValueError`` naming ``spec``.
 
     With ``directory`` (a spec file's folder), a module whose file lies in that folder is
-    imported from there first, without changing ``sys.path`` for anything else (see
-    :func:`_import_beside`); other modules are imported as usual.
+    imported from there first, without changing ``sys.path`` or ``sys.modules`` for anything
+    else (the module is dropped from ``sys.modules`` again, so its functions are pickled by
+    value for worker processes); other modules are imported as usual.
     """
     if not isinstance(spec, str) or spec.count(":") != 1:
         raise ValueError(f"callable must look like 'package.module:function', got {spec!r}")

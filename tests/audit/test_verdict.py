@@ -85,3 +85,22 @@ def test_sparse_vector_from_dp_auditorium_is_violated_when_its_bound_exceeds_the
     assert result.epsilon_lower_bound(0.0) > 1.0
     assert v["epsilon_lower_bounds"]["0.0"] > 1.0
     assert v["verdict"] == "violated"
+
+
+def test_claim_test_on_an_uninformative_threshold_cannot_hide_a_refuting_bound(monkeypatch):
+    """The reported case: the claim's own test lands on an extreme threshold (alpha+ ~ 0.9998,
+    margin slightly negative) while the eps witness certifies more than the claim. The verdict
+    must follow the eps test (deterministic; the margin test alone says consistent here)."""
+    mechanism = dpa.mechanisms.Laplace(0.8)  # exactly 1.25-DP
+    result = _audit(mechanism, 0, trials=20_000)
+    claim = approx_dp(1.0, 0.0)
+
+    def uninformative(self, claim):
+        return self._witness(lambda a, b: -np.abs(a - 0.9998))
+
+    monkeypatch.setattr(type(result), "_margin_witness", uninformative)
+    v = result.verdict(claim, (0.0,))
+    assert v["epsilon_lower_bounds"]["0.0"] > 1.0
+    assert "claim" not in v["refuted_by"]
+    assert v["verdict"] == "violated" and "epsilon@0.0" in v["refuted_by"]
+    assert v["witness"]["claimed_epsilon"] == pytest.approx(1.0)
