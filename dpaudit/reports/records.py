@@ -338,6 +338,7 @@ def build_record(
     if claim is None and mechanism is not None and "claim" in mechanism.theory_methods:
         claim = mechanism.tradeoff("claim")
     family = result.verdict(claim, deltas)
+    member = dataclasses.replace(result, confidence=family["family"]["confidence_per_test"])
     lower_bounds = family["epsilon_lower_bounds"]
     witnesses = family["epsilon_witnesses"]
     violation = family["witness"]
@@ -382,6 +383,9 @@ def build_record(
                 "epsilon_lower_bound": dict(lower_bounds),
                 "mu_lower_bound": float(family["mu_lower_bound"]),
             },
+            # Ceilings at the family's level per test, like the bounds beside them.
+            "epsilon_ceilings": {delta_key(d): float(member.epsilon_ceiling(d)) for d in deltas},
+            "mu_ceiling": float(member.mu_ceiling()),
             "gdp_estimate": result.gdp_estimate(),
             "theory": theory,
             "empirical": empirical,
