@@ -53,3 +53,11 @@ def test_describe_is_deprecated_and_metadata_is_the_record(result):
     assert (
         "0 fit, 1 pilot, 2 selection, 3 evaluation, 4 probe" in result.metadata["random"]["streams"]
     )
+
+
+def test_a_key_given_as_none_stays_present(result):
+    """results.json wrote ``"claimed_epsilon": null`` when a claim has no eps there; so does a
+    witness."""
+    w = result.mu_witness().with_(claimed_epsilon=None)
+    assert "claimed_epsilon" in w and w["claimed_epsilon"] is None
+    assert w.to_dict()["claimed_epsilon"] is None
