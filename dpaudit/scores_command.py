@@ -148,11 +148,10 @@ def run(args: argparse.Namespace) -> int:
     )
     reports.write(record, args.output)
     if not args.quiet:
-        ceiling = result.metadata["ceiling"]
         print(
             f"scores: eps >= {result.epsilon_lower_bound(args.delta):.4g} at "
             f"delta={args.delta:g}, mu >= {result.mu_lower_bound():.4g} (ceiling for this n: "
-            f"mu {ceiling['mu']:.4g}); report: {args.output / 'index.html'}"
+            f"mu {result.mu_ceiling():.4g}); report: {args.output / 'index.html'}"
         )
     return EXIT_VIOLATION if claim is not None and record["verdict"] == "violated" else EXIT_OK
 

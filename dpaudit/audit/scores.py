@@ -14,10 +14,13 @@ strategy's predicted bound is 0 at every threshold, and Bonferroni's ~128 candid
 than the evaluation counts can pay. ``strategy="median"`` reads one threshold, the median of the
 pooled selection scores (chosen without the evaluation scores, so ``gamma/2`` per error rate is
 valid), as the engine's ``"fixed"`` strategy. The default ``"auto"`` depends only on the sample
-sizes: ``"median"`` below :data:`AUTO_MEDIAN_BELOW` evaluation scores per side, else
-``"bonferroni"``.
-The result's ``metadata["ceiling"]`` is what a perfect attack (scores that separate the two sides
-completely) would certify with the same sample sizes and strategy.
+sizes: ``"median"`` below :data:`AUTO_MEDIAN_BELOW` evaluation scores per side, else the engine's
+default ``"holdout"``. Gaussian scores (``mu = 1``), median over 20 seeds of the ``mu`` bound:
+100 per side: median threshold 0.380, holdout 0.067, Bonferroni 0.015; 1,000 per side: 0.796,
+0.782, 0.704 (and ``eps`` at ``1e-5``: 0.657, 1.111, 1.070).
+:meth:`~dpaudit.audit.result.AuditResult.epsilon_ceiling` and ``mu_ceiling`` of the result state
+what a perfect attack could certify with the same sample sizes, so an audit limited by its ``n``
+shows as such.
 """
 
 from __future__ import annotations
@@ -32,15 +35,12 @@ from dpaudit.audit.result import AuditResult, _versions
 from dpaudit.bounds.validation import check_choice, check_probability
 from dpaudit.mechanisms.base import NeighbouringPair
 
-__all__ = ["audit_scores", "split_scores", "counts_on_grid", "CEILING_DELTA", "AUTO_MEDIAN_BELOW"]
+__all__ = ["audit_scores", "split_scores", "counts_on_grid", "AUTO_MEDIAN_BELOW"]
 
 #: ``strategy="auto"`` uses the median threshold below this many evaluation scores per side.
 AUTO_MEDIAN_BELOW = 500
 
 _STRATEGIES = ("auto", "bonferroni", "holdout", "median")
-
-#: The ``delta`` at which the ceiling's ``eps`` is stated.
-CEILING_DELTA = 1e-5
 
 
 def _check_scores(name: str, scores: object) -> np.ndarray:
@@ -151,8 +151,8 @@ def audit_scores(
     -------
     AuditResult
         With ``epsilon_lower_bound(delta)``, ``mu_lower_bound()``, ``violates(claim)``,
-        ``tradeoff``, JSON and reports as for :func:`dpaudit.audit`. ``metadata["ceiling"]``
-        holds ``eps`` (at ``delta = 1e-5``) and ``mu`` a perfect attack could certify here.
+        ``tradeoff``, ceilings, JSON and reports as for :func:`dpaudit.audit`;
+        ``metadata["threshold_choice"]`` names the strategy used.
     """
     started = time.perf_counter()
     s0 = _check_scores("scores_d", scores_d)
@@ -167,7 +167,7 @@ def audit_scores(
     sel1, ev1 = split_scores(s1, selection_fraction, rng)
     n_eval, n_sel = min(ev0.size, ev1.size), min(sel0.size, sel1.size)
     if strategy == "auto":
-        strategy = "median" if n_eval < AUTO_MEDIAN_BELOW else "bonferroni"
+        strategy = "median" if n_eval < AUTO_MEDIAN_BELOW else "holdout"
     grid = ScoreGrid.from_scores(np.concatenate([sel0, sel1]), bins=default_bins(n_eval))
     pair = NeighbouringPair(np.zeros(0), np.zeros(1), "add_remove", "scores given by the user")
     metadata = {
@@ -199,26 +199,5 @@ def audit_scores(
         metadata,
         _median_counts(median, ev0, ev1),
     )
-    # A perfect attack: every D score below every D_prime score, on the same grid and sizes.
-    low, high = np.full(1, -np.inf), np.full(1, np.inf)
-    perfect = _result(
-        name,
-        grid,
-        counts_on_grid(grid, np.repeat(low, ev0.size), np.repeat(high, ev1.size)),
-        counts_on_grid(grid, np.repeat(low, sel0.size), np.repeat(high, sel1.size)),
-        n_eval,
-        n_sel,
-        int(seed),
-        confidence,
-        used,
-        started,
-        metadata,
-        _median_counts(median, np.repeat(low, ev0.size), np.repeat(high, ev1.size)),
-    )
     result.metadata["threshold_choice"] = strategy
-    result.metadata["ceiling"] = {
-        "delta": CEILING_DELTA,
-        "epsilon": perfect.epsilon_lower_bound(CEILING_DELTA),
-        "mu": perfect.mu_lower_bound(),
-    }
     return result

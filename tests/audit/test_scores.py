@@ -58,8 +58,8 @@ def test_certifies_mu_06_at_1000_per_side():
     rng = np.random.default_rng(0)
     result = audit_scores(rng.standard_normal(1000), rng.standard_normal(1000) + 1.0)
     assert result.mu_lower_bound() >= 0.6
-    ceiling = result.metadata["ceiling"]
-    assert ceiling["mu"] > result.mu_lower_bound() and ceiling["epsilon"] > 0
+    assert result.mu_ceiling() > result.mu_lower_bound()
+    assert result.epsilon_ceiling(1e-5) > result.epsilon_lower_bound(1e-5)
     dpa.AuditResult.from_json(result.to_json())
 
 
