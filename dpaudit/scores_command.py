@@ -5,7 +5,8 @@ membership column (1 = the run/canary was "in", ``D_prime``; 0 = "out", ``D``), 
 (``--out FILE`` for the scores on ``D`` and ``FILE`` for those on ``D_prime``; CSV column, ``.npy``
 or one-column tables). Many-run scores give :func:`dpaudit.audit.scores.audit_scores` and a full
 report; ``--one-run`` treats the rows as canaries of one training run
-(:func:`dpaudit.audit.one_run.audit_one_run`) and writes ``one_run.json`` and ``README.md``.
+(:func:`dpaudit.audit.one_run.audit_one_run`) and writes its report
+(:func:`dpaudit.reports.one_run.write_one_run`).
 Exit codes as for ``run``: 0, 1 (input error: one line, nothing written), 3 (a given claim
 ``--claim-mu`` is refuted).
 """
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 from pathlib import Path
 from typing import Any
 
@@ -111,6 +111,7 @@ def run(args: argparse.Namespace) -> int:
     from dpaudit.audit.one_run import audit_one_run
     from dpaudit.audit.scores import audit_scores
     from dpaudit.bounds.gdp import gdp
+    from dpaudit.reports.one_run import write_one_run
 
     if args.claim_mu is not None and not (np.isfinite(args.claim_mu) and args.claim_mu > 0):
         raise ValueError(f"--claim-mu must be a positive number, got {args.claim_mu}")
@@ -125,9 +126,7 @@ def run(args: argparse.Namespace) -> int:
             and result.method == "fdp"
             and result.mu_lower_bound() > args.claim_mu
         )
-        with reports.writer.atomic_directory(args.output) as tmp:
-            (tmp / "one_run.json").write_text(result.to_json(indent=2), encoding="utf-8")
-            (tmp / "README.md").write_text(_one_run_markdown(result), encoding="utf-8")
+        write_one_run({f"one run: {args.file.name}": result}, args.output)
         if not args.quiet:
             print(
                 f"one run ({result.method}): eps >= {result.epsilon_lower_bound():.4g} at "
@@ -154,18 +153,3 @@ def run(args: argparse.Namespace) -> int:
             f"mu {result.mu_ceiling():.4g}); report: {args.output / 'index.html'}"
         )
     return EXIT_VIOLATION if claim is not None and record["verdict"] == "violated" else EXIT_OK
-
-
-def _one_run_markdown(result: Any) -> str:
-    label = "lower bound" if result.corrected else "estimate (uncorrected sweep, not a bound)"
-    rows = json.dumps(result.to_dict(), indent=2)
-    return (
-        "# One-run audit\n\n"
-        f"- method: {result.method}; canaries: {result.m} ({result.included} included)\n"
-        f"- guesses: {result.guesses}, correct: {result.correct} (best of {len(result.grid)} "
-        f"fixed guess counts, each at level {result.per_guess_level:.3g})\n"
-        f"- eps {label} at delta={result.delta:g}: {result.epsilon_lower_bound():.4g} "
-        f"(confidence {result.confidence})\n"
-        f"- ceiling (every guess correct, same m): {result.epsilon_ceiling():.4g}\n\n"
-        f"```json\n{rows}\n```\n"
-    )

@@ -33,7 +33,8 @@ def test_two_files_and_one_run(tmp_path):
     s, z = simulate_one_run(2000, 2.0, seed=0)
     np.savez(tmp_path / "c.npz", score=s, member=z)
     assert main(["scores", str(tmp_path / "c.npz"), "--one-run", "-o", str(tmp_path / "o")]) == 0
-    assert (tmp_path / "o" / "one_run.json").is_file()
+    assert "one_run" in (tmp_path / "o" / "results.json").read_text()
+    assert main(["scores", str(tmp_path / "c.npz"), "--one-run", "-o", str(tmp_path / "o")]) == 0
 
 
 @pytest.mark.parametrize(
