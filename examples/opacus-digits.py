@@ -101,6 +101,14 @@ def main() -> None:
             results[f"{label}, {method}"] = audit_one_run(
                 scores, included, delta=DELTA, method=method
             )
+        results[f"{label}, fdp, DP-SGD family"] = audit_one_run(
+            scores,
+            included,
+            delta=DELTA,
+            family="subsampled_gaussian",
+            sample_rate=loader.sample_rate,
+            steps=dirac.steps,
+        )
     wall = time.perf_counter() - started
     notes = [
         f"Opacus accountant (PRV): eps = {opacus_eps:.3f} at delta = {DELTA:g} "

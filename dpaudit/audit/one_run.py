@@ -15,8 +15,13 @@ counts the correct guesses ``c``. Two tests turn ``(m, k, c)`` into a lower boun
   ``f`` and ``b(x) = f(1 - x)``: ``r = tau c / m``, ``h = tau (k - c) / m``; for
   ``i = c - 1, ..., 0``: ``h' = max(h, b(r))``, ``r = min(r + i / (k - i) (h' - h), 1)``,
   ``h = h'``. The hypothesis "f-DP" is rejected at level ``tau`` when ``r + h > k / m``. Over an
-  ordered family (Gaussian DP ``G_mu``; larger ``mu`` = less private) the bound is the largest
-  member that is rejected; its ``eps`` at ``delta`` is reported.
+  ordered family the bound is the boundary between the rejected (too private) members and the
+  others; its ``eps`` at ``delta`` is reported. Families: Gaussian DP ``G_mu`` (``family="gdp"``,
+  the bound is the largest rejected ``mu``), and DP-SGD's Poisson-subsampled Gaussian composed
+  over ``steps`` at ``sample_rate`` (``family="subsampled_gaussian"``, indexed by the noise
+  multiplier ``sigma``; the bound is the smallest rejected ``sigma``, whose curve is the certified
+  lower trade-off bound of :func:`dpaudit.bounds.pld.poisson_subsampled_gaussian` composed
+  ``steps`` times, so a rejection of it implies the rejection of the exact curve).
 
 The number of guesses is chosen validly: either fixed by the caller (``guesses=k``), or the best
 of a fixed grid of :data:`GUESS_GRID_SIZE` values (log-spaced from 10 to ``m``, fixed before the
@@ -37,6 +42,8 @@ from scipy import stats
 from scipy.special import expit, ndtr, ndtri
 
 from dpaudit.bounds.gdp import gdp_epsilon
+from dpaudit.bounds.pld import poisson_subsampled_gaussian
+from dpaudit.bounds.tradeoff import TradeoffCurve
 from dpaudit.bounds.validation import check_choice, check_integer, check_probability
 
 __all__ = [
@@ -48,13 +55,16 @@ __all__ = [
     "steinke_p_value",
     "steinke_epsilon",
     "fdp_rejects_gdp",
+    "fdp_rejects",
     "fdp_mu",
+    "subsampled_gaussian_sigma",
 ]
 
 #: Number of candidate guess counts in the Bonferroni grid.
 GUESS_GRID_SIZE = 16
 
 _METHODS = ("fdp", "steinke")
+_FAMILIES = ("gdp", "subsampled_gaussian")
 _STRATEGIES = ("bonferroni", "sweep")
 
 
@@ -140,6 +150,49 @@ def fdp_rejects_gdp(m: int, k: int, c: int, mu: np.ndarray, gamma: float) -> np.
     return r + h > k / m
 
 
+def fdp_rejects(m: int, k: int, c: int, curve: TradeoffCurve, gamma: float) -> bool:
+    """Mahloujifar et al. 2025, Algorithm 3 for any trade-off curve ``f``: True when "f-DP" is
+    rejected at level ``gamma`` by ``c`` correct out of ``k`` guesses on ``m`` canaries."""
+    if c == 0:
+        return False
+    r, h = gamma * c / m, gamma * (k - c) / m
+    for i in range(c - 1, -1, -1):
+        new_h = max(h, float(curve(np.array([max(0.0, 1.0 - min(r, 1.0))]))[0]))
+        if new_h == h:
+            break
+        r = min(r + i / (k - i) * (new_h - h), 1.0)
+        h = new_h
+    return r + h > k / m
+
+
+def _dpsgd_curve(sigma: float, rate: float, steps: int) -> Any:
+    return poisson_subsampled_gaussian(sigma, rate).self_compose(steps)
+
+
+def subsampled_gaussian_sigma(
+    m: int, counts: list[tuple[int, int]], gamma: float, rate: float, steps: int
+) -> float:
+    """Smallest noise multiplier ``sigma`` of DP-SGD (``rate``, ``steps``) rejected by any of
+    the ``(k, c)`` pairs at level ``gamma`` each (``inf`` if none is rejected), to 1% relative."""
+
+    def rejected(sigma: float) -> bool:
+        curve = _dpsgd_curve(sigma, rate, steps).tradeoff("lower")
+        return any(fdp_rejects(m, k, c, curve, gamma) for k, c in counts)
+
+    lo, hi = 0.05, 100.0
+    if not rejected(hi):
+        return math.inf
+    if rejected(lo):
+        return lo
+    while hi / lo > 1.01:
+        mid = math.sqrt(lo * hi)
+        if rejected(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
 def fdp_mu(m: int, k: int, c: int, gamma: float) -> float:
     """Largest ``mu`` at which ``mu``-GDP is rejected (0 if none), to about 1e-4 relative."""
     if c == 0 or not fdp_rejects_gdp(m, k, c, np.array([1e-6]), gamma)[0]:
@@ -162,8 +215,10 @@ def fdp_mu(m: int, k: int, c: int, gamma: float) -> float:
 class OneRunResult:
     """A one-run audit: what was guessed, what was certified, and the ceiling for ``m``.
 
-    ``bound`` is ``eps`` at ``delta`` (``method="steinke"``) or ``mu`` (``method="fdp"``, Gaussian
-    DP family); :meth:`epsilon_lower_bound` converts. ``ceiling`` is the same bound if every guess
+    ``bound`` is ``eps`` at ``delta`` (``method="steinke"``), ``mu`` (``method="fdp"``, Gaussian
+    DP family) or the noise multiplier ``sigma`` (``family="subsampled_gaussian"``: the audit shows
+    the run is no more private than DP-SGD with this ``sigma``); :meth:`epsilon_lower_bound`
+    converts. ``ceiling`` is the same bound if every guess
     had been correct (what a perfect attack could certify with these ``m`` canaries).
     ``corrected`` is False for an uncorrected sweep: then the numbers are **estimates**, not
     bounds at ``confidence``.
@@ -182,6 +237,18 @@ class OneRunResult:
     corrected: bool
     per_guess_level: float
     grid: list[int] = field(default_factory=list)
+    family: str = "gdp"
+    sample_rate: float | None = None
+    steps: int | None = None
+
+    def _eps(self, value: float, delta: float) -> float:
+        if self.method == "steinke":
+            return value
+        if self.family == "gdp":
+            return float(gdp_epsilon(delta, value)) if value > 0 else 0.0
+        if not math.isfinite(value):
+            return 0.0
+        return _dpsgd_curve(value, self.sample_rate, self.steps).epsilon(delta, "lower")
 
     def epsilon_lower_bound(self, delta: float | None = None) -> float:
         """``eps`` at ``delta`` (default: the audit's ``delta``). The Steinke bound exists only
@@ -193,25 +260,22 @@ class OneRunResult:
                     f"delta must be the audit's delta {self.delta} for method 'steinke', "
                     f"got {delta}"
                 )
-            return self.bound
-        return float(gdp_epsilon(delta, self.bound)) if self.bound > 0 else 0.0
+        return self._eps(self.bound, delta)
 
     def mu_lower_bound(self) -> float:
-        """The largest rejected ``mu`` of Gaussian DP (``method="fdp"`` only)."""
-        if self.method != "fdp":
-            raise ValueError("mu_lower_bound needs method 'fdp'")
+        """The largest rejected ``mu`` of Gaussian DP (``method="fdp"``, ``family="gdp"``)."""
+        if self.method != "fdp" or self.family != "gdp":
+            raise ValueError("mu_lower_bound needs method 'fdp' and family 'gdp'")
         return self.bound
 
     def epsilon_ceiling(self) -> float:
         """``eps`` at the audit's ``delta`` that a perfect attack could certify with ``m``."""
-        if self.method == "steinke":
-            return self.ceiling
-        return float(gdp_epsilon(self.delta, self.ceiling)) if self.ceiling > 0 else 0.0
+        return self._eps(self.ceiling, self.delta)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready record, with ``eps`` at ``delta`` and its ceiling."""
         return {
-            **asdict(self),
+            **{k: (None if v == math.inf else v) for k, v in asdict(self).items()},
             "epsilon_lower_bound": self.epsilon_lower_bound(),
             "epsilon_ceiling": self.epsilon_ceiling(),
             "label": "lower bound" if self.corrected else "estimate (uncorrected sweep)",
@@ -246,6 +310,9 @@ def audit_one_run(
     method: str = "fdp",
     guesses: int | None = None,
     strategy: str = "bonferroni",
+    family: str = "gdp",
+    sample_rate: float | None = None,
+    steps: int | None = None,
 ) -> OneRunResult:
     """Lower-bound the privacy of one training run from its canaries' scores.
 
@@ -269,12 +336,25 @@ def audit_one_run(
     strategy:
         ``"bonferroni"`` (valid) or ``"sweep"``: the best of the grid without correction, as the
         published code does; labelled an estimate, not a bound.
+    family:
+        ``method="fdp"`` only: ``"gdp"`` or ``"subsampled_gaussian"`` (needs ``sample_rate`` and
+        ``steps`` of the DP-SGD run).
+    sample_rate, steps:
+        The Poisson sampling rate and the number of steps of the audited DP-SGD run.
     """
     s, z = _check_inputs(scores, included)
     delta = check_probability("delta", delta)
     confidence = check_probability("confidence", confidence, low_open=True, high_open=True)
     method = check_choice("method", method, _METHODS)
     strategy = check_choice("strategy", strategy, _STRATEGIES)
+    family = check_choice("family", family, _FAMILIES)
+    if family == "subsampled_gaussian":
+        if method != "fdp":
+            raise ValueError("family 'subsampled_gaussian' needs method 'fdp'")
+        if sample_rate is None or steps is None:
+            raise ValueError("family 'subsampled_gaussian' needs sample_rate= and steps=")
+        sample_rate = check_probability("sample_rate", sample_rate, low_open=True)
+        steps = check_integer("steps", steps, minimum=1)
     m = s.size
     if guesses is not None:
         grid = np.array([check_integer("guesses", guesses, minimum=1, maximum=m)])
@@ -291,13 +371,23 @@ def audit_one_run(
             return steinke_epsilon(m, k, c, delta, level)
         return fdp_mu(m, k, c, level)
 
-    best, best_k, best_c, ceiling = 0.0, int(grid[0]), int(hits[grid[0] - 1]), 0.0
-    for k in grid:
-        c = int(hits[k - 1])
-        value = bound(int(k), c)
-        ceiling = max(ceiling, bound(int(k), int(k)))
-        if value > best:
-            best, best_k, best_c = value, int(k), c
+    counts = [(int(k), int(hits[k - 1])) for k in grid]
+    if family == "subsampled_gaussian":
+        # Smaller sigma = less private: the bound is the smallest rejected sigma.
+        best = subsampled_gaussian_sigma(m, counts, level, sample_rate, steps)
+        perfect = [(k, k) for k, _ in counts]
+        ceiling = subsampled_gaussian_sigma(m, perfect, level, sample_rate, steps)
+        best_k, best_c = counts[0]
+        if math.isfinite(best):
+            curve = _dpsgd_curve(best, sample_rate, steps).tradeoff("lower")
+            best_k, best_c = next(
+                (kc for kc in counts if fdp_rejects(m, *kc, curve, level)), counts[0]
+            )
+    else:
+        values = [bound(k, c) for k, c in counts]
+        ceiling = max(bound(k, k) for k, _ in counts)
+        j = int(np.argmax(values))
+        best, (best_k, best_c) = values[j], counts[j]
     return OneRunResult(
         method=method,
         strategy=strategy,
@@ -312,4 +402,7 @@ def audit_one_run(
         corrected=strategy == "bonferroni" or grid.size == 1,
         per_guess_level=level,
         grid=[int(k) for k in grid],
+        family=family,
+        sample_rate=sample_rate,
+        steps=steps,
     )

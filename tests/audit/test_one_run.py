@@ -82,3 +82,16 @@ def test_bad_input(kwargs, word):
     args = {"scores": np.arange(10.0), "included": np.arange(10) % 2} | kwargs
     with pytest.raises(ValueError, match=word):
         audit_one_run(args.pop("scores"), args.pop("included"), **args)
+
+
+def test_subsampled_gaussian_family_at_rate_one_is_the_gaussian():
+    """DP-SGD with sampling rate 1 and one step is the Gaussian mechanism with sigma = 1/mu:
+    the family's bound (smallest rejected sigma, to 1%) matches the GDP family's 1/mu."""
+    s, z = simulate_one_run(5000, 1.0, seed=0)
+    gdp_result = audit_one_run(s, z)
+    dpsgd = audit_one_run(s, z, family="subsampled_gaussian", sample_rate=1.0, steps=1)
+    assert dpsgd.bound == pytest.approx(1.0 / gdp_result.bound, rel=0.03)
+    assert dpsgd.epsilon_lower_bound() == pytest.approx(gdp_result.epsilon_lower_bound(), rel=0.05)
+    assert dpsgd.epsilon_lower_bound() <= gdp_epsilon(1e-5, 1.0)
+    with pytest.raises(ValueError, match="sample_rate"):
+        audit_one_run(s, z, family="subsampled_gaussian")
