@@ -97,6 +97,12 @@ def add_parser(sub: Any, func: Any) -> None:
     )
     p.add_argument("--one-run", action="store_true", help="rows are canaries of one run")
     p.add_argument("--method", choices=("fdp", "steinke"), default="fdp", help="one-run test")
+    p.add_argument(
+        "--sample-rate",
+        type=float,
+        help="with --steps: test DP-SGD's subsampled-Gaussian family (one run, fdp)",
+    )
+    p.add_argument("--steps", type=int, help="DP-SGD steps of the audited run (with --sample-rate)")
     p.add_argument("--confidence", type=float, default=0.95, help="level (default 0.95)")
     p.add_argument("--delta", type=float, default=1e-5, help="delta of eps (default 1e-5)")
     p.add_argument("--seed", type=int, default=0, help="seed of the selection split")
@@ -118,12 +124,22 @@ def run(args: argparse.Namespace) -> int:
     reports.writer.check_output_directory(args.output)
     scores, member = load_table(args)
     if args.one_run:
+        if (args.sample_rate is None) != (args.steps is None):
+            raise ValueError("--sample-rate and --steps go together")
         result = audit_one_run(
-            scores, member, delta=args.delta, confidence=args.confidence, method=args.method
+            scores,
+            member,
+            delta=args.delta,
+            confidence=args.confidence,
+            method=args.method,
+            family="gdp" if args.steps is None else "subsampled_gaussian",
+            sample_rate=args.sample_rate,
+            steps=args.steps,
         )
         refuted = (
             args.claim_mu is not None
             and result.method == "fdp"
+            and result.family == "gdp"
             and result.mu_lower_bound() > args.claim_mu
         )
         write_one_run({f"one run: {args.file.name}": result}, args.output)

@@ -53,3 +53,13 @@ def test_bad_membership_one_line_nothing_written(table, capsys, change, message)
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and message in err and "member" in err
     assert not (path / "x").exists()
+
+
+def test_one_run_dpsgd_family_and_flag_pairing(tmp_path, capsys):
+    s, z = simulate_one_run(1000, 2.0, seed=0)
+    np.savez(tmp_path / "c.npz", score=s, member=z)
+    argv = ["scores", str(tmp_path / "c.npz"), "--one-run", "-o", str(tmp_path / "o")]
+    assert main([*argv, "--sample-rate", "1", "--steps", "1", "-q"]) == 0
+    assert '"family": "subsampled_gaussian"' in (tmp_path / "o" / "results.json").read_text()
+    assert main([*argv, "--steps", "3"]) == 1
+    assert "--sample-rate and --steps" in capsys.readouterr().err
