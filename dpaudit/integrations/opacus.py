@@ -143,7 +143,10 @@ class DiracCanaries:
 
     def attach(self, optimizer: Any) -> None:
         """Insert the included canaries' gradients into every step of ``optimizer`` (an Opacus
-        ``DPOptimizer``), before its clipping and noise."""
+        ``DPOptimizer``), before its clipping and noise.
+
+        Assumes one ``clip_and_accumulate`` call per step (no virtual steps, e.g. Opacus'
+        ``BatchMemoryManager``, which would insert the canaries once per physical batch)."""
         original = optimizer.clip_and_accumulate
         clip = float(optimizer.max_grad_norm)
         members = np.flatnonzero(self.included)
