@@ -36,7 +36,8 @@ two tests. Below that range the reserve's candidates are too coarse to help and 
 holdout's choice is good; the rule depends on the sample sizes only, never on the counts
 (measured by ``bench/bench_strategies.py``: Gaussian, true ``eps = 1``, ``10^3`` trials and 250
 selection trials per dataset, median over 20 seeds: ``0.032`` without the reserve, ``0.069``
-with it, ``0.060`` for Bonferroni).
+with it, ``0.060`` for Bonferroni; ``0.103`` with the choice at the selection medians below,
+which such samples often need).
 
 **Holdout cannot collapse.** When the selection sample is too small for any threshold's predicted
 bound to be positive at either pessimism (a few dozen to a few hundred trials), the holdout
