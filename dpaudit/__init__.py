@@ -8,7 +8,9 @@ theoretical f-DP, Renyi DP and (eps, delta) curves of the same mechanism.
 from dpaudit import attacks, audit, bounds, mechanisms
 from dpaudit._core.provenance import __version__
 from dpaudit.audit.accountant import audit_accountant
+from dpaudit.audit.one_run import OneRunResult, audit_one_run, simulate_one_run
 from dpaudit.audit.result import AuditResult
+from dpaudit.audit.scores import audit_scores
 
 # ``dpaudit.audit`` is the sub-package of the engine, and calling it runs an audit
 # (``dpaudit.audit(mechanism, pair, attack, trials=...)``): see dpaudit._core.modules.
@@ -29,6 +31,10 @@ __all__ = [
     "attacks",
     "audit",
     "audit_accountant",
+    "audit_one_run",
+    "audit_scores",
+    "OneRunResult",
+    "simulate_one_run",
     "bounds",
     "mechanisms",
     "reports",

@@ -25,7 +25,7 @@ LAYERS = (
     ("dpaudit.accountants",),
     ("dpaudit.audit",),
     ("dpaudit.reports", "dpaudit.specs"),
-    ("dpaudit.cli",),
+    ("dpaudit.cli", "dpaudit.scores_command"),
     ("dpaudit",),
 )
 
