@@ -590,7 +590,12 @@ register_mechanism(
         "callable": Param("string", help="'package.module:function', fn(dataset, rng) -> output"),
         "dataset": Param("array", False, None, "D, handed to the function"),
         "neighbour": Param("array", False, None, "D_prime, handed to the function"),
-        "vectorised": Param("boolean", False, False, "call fn(dataset, size, rng) once per chunk"),
+        "vectorised": Param(
+            "boolean",
+            False,
+            None,
+            "call fn(dataset, size, rng) once per chunk (default: when fn has a 'size' parameter)",
+        ),
         "relation": Param("string", False, None, "'add_remove' or 'replace_one' (default: sizes)"),
         "params": Param("table", False, None, "the callable is a factory: factory(**params)"),
         "name": Param("string", False, None, "label in results"),

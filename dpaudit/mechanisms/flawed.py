@@ -72,6 +72,10 @@ __all__ = [
     "LaplaceSkippedNoise",
     "RandomizedResponseBinary",
     "RandomizedResponseBinaryFormula",
+    "DeltaLeakMechanism",
+    "LaplaceRareExactAnswer",
+    "LaplacePairExactCoordinate",
+    "NoisyHistZeroBinUnnoised",
 ]
 
 
@@ -883,6 +887,132 @@ class RandomizedResponseBinaryFormula(RandomizedResponseBinary):
         return {**super().params(), "m": self.categories}
 
 
+# --------------------------------------------------------------------------- delta leaks
+# Mechanisms that claim (eps, delta)-DP with a small delta and leak through exact output events
+# that a smooth score cannot see (the events the delta-leak attack looks for).
+
+
+class DeltaLeakMechanism(FlawedMechanism):
+    """Base class of mechanisms that claim ``(eps, claimed_delta)``-DP and leak through an exact
+    output event. Their true privacy is not ``(eps', claimed_delta)`` for any ``eps'``: an event
+    ``E`` with ``P_D(E) = 0`` and ``P_D'(E) > claimed_delta`` exists (proved per class), so
+    :meth:`epsilon_bounds` is ``(inf, inf)`` at ``delta = claimed_delta``."""
+
+    default_k = 1
+    #: The ``delta`` of the claim.
+    claimed_delta: float = 1e-6
+
+    def epsilon_bounds(self) -> tuple[float, float]:
+        """``(inf, inf)``: no ``eps`` makes the mechanism ``(eps, claimed_delta)``-DP."""
+        return (math.inf, math.inf)
+
+    def _theories(self) -> dict[str, Callable[[], PrivacyProfile]]:
+        """``claim``: the claimed ``(eps, claimed_delta)``-DP (not a proven bound)."""
+        curve = approx_dp(self.eps, self.claimed_delta)
+        return {"claim": lambda: _DeltaClaimProfile(curve, self.eps, self.claimed_delta)}
+
+    def claimed_curve(self) -> TradeoffCurve:
+        """The claim as a trade-off curve."""
+        return approx_dp(self.eps, self.claimed_delta)
+
+    def worst_case_pair(self) -> NeighbouringPair:
+        """``[0]`` vs ``[1]``."""
+        return self._pair([0.0], [1.0], "answer 0 vs 1")
+
+
+class _DeltaClaimProfile:
+    """A claimed ``(eps, delta)``-DP guarantee as a privacy profile."""
+
+    def __init__(self, curve: TradeoffCurve, eps: float, delta: float) -> None:
+        self.curve, self.eps, self.delta0 = curve, eps, delta
+
+    def delta(self, eps: float | np.ndarray) -> np.ndarray | float:
+        return self.curve.delta(eps)
+
+    def epsilon(self, delta: float) -> float:
+        return self.eps if delta >= self.delta0 else math.inf
+
+    def tradeoff(self) -> TradeoffCurve:
+        return self.curve
+
+
+class LaplaceRareExactAnswer(DeltaLeakMechanism):
+    """Laplace mechanism ``a + Lap(1/eps)`` that, with probability ``leak`` (default ``1e-4``),
+    publishes the exact answer ``a`` (a cache hit or an error path skipping the noise).
+
+    On the pair ``a = 0`` vs ``a' = 1`` the event ``E = {y = 1}`` has ``P_a'(E) >= leak`` and
+    ``P_a(E) = P(Lap = 1) = 0`` in exact arithmetic (in double precision at most ``2^-53``
+    times the noise density bound, far below ``1e-12``), so with ``leak > claimed_delta`` the
+    claim fails for every ``eps``.
+    """
+
+    registry_name = "laplace_rare_exact_answer"
+    citation = "rare noise-free code path; cf. Ding et al. 2018 and Lokna et al. 2023"
+    default_leak = 1e-4
+
+    def __init__(self, eps: float = 0.1, k: int | None = None, leak: float | None = None) -> None:
+        super().__init__(eps, k)
+        value = self.default_leak if leak is None else leak
+        self.leak = check_probability("leak", value, low_open=True)
+
+    def params(self) -> dict[str, Any]:
+        """Registry name, ``eps``, ``k`` and ``leak``."""
+        return {**super().params(), "leak": self.leak}
+
+    def _sample(self, a, size, rng):
+        noise = rng.laplace(0.0, 1.0 / self.eps, size)
+        exact = rng.random(size) < self.leak
+        return a[0] + np.where(exact, 0.0, noise)
+
+
+class LaplacePairExactCoordinate(LaplaceRareExactAnswer):
+    """Two-coordinate release ``(a + Lap, a + Lap)`` (independent noise, ``eps/2`` each) whose
+    second coordinate is, with probability ``leak`` (default ``1e-3``), the exact answer ``a``.
+
+    On ``a = 0`` vs ``a' = 1`` the event ``E = {y_2 = 1}`` has ``P_a'(E) >= leak`` and
+    ``P_a(E) = 0`` (exact arithmetic), so the ``(eps, claimed_delta)`` claim fails for every
+    ``eps`` when ``leak > claimed_delta``. Whole output rows never repeat (the first
+    coordinate is continuous): only the per-coordinate event shows the leak.
+    """
+
+    registry_name = "laplace_pair_exact_coordinate"
+    citation = "exact value in one coordinate of a vector release"
+    default_leak = 1e-3
+
+    def _sample(self, a, size, rng):
+        scale = 2.0 / self.eps
+        first = a[0] + rng.laplace(0.0, scale, size)
+        second = a[0] + rng.laplace(0.0, scale, size)
+        exact = rng.random(size) < self.leak
+        return np.column_stack([first, np.where(exact, a[0], second)])
+
+
+class NoisyHistZeroBinUnnoised(DeltaLeakMechanism):
+    """Noisy histogram ``a + Lap(1/eps)`` per count that releases a count of zero as an exact
+    ``0`` (an "empty bins stay empty" shortcut).
+
+    On ``[1, 0, 1, ...]`` vs ``[1, 1, 1, ...]`` (one count moves by one) the event
+    ``E = {y_2 = 0}`` has ``P_D(E) = 1`` and ``P_D'(E) = P(1 + Lap = 0) = 0``: not
+    ``(eps', delta)``-DP for any ``eps'`` and ``delta < 1``.
+    """
+
+    registry_name = "noisy_hist_zero_bin_unnoised"
+    citation = "empty-bin shortcut in a noisy histogram"
+    adjacency = "l1"
+    default_k = 5
+
+    def _sample(self, a, size, rng):
+        noisy = a + rng.laplace(0.0, 1.0 / self.eps, (size, self.k))
+        return np.where(a == 0.0, 0.0, noisy)
+
+    def worst_case_pair(self) -> NeighbouringPair:
+        """``[1, 0, 1, ...]`` vs ``[1, 1, 1, ...]``."""
+        d_prime = [1.0] * self.k
+        d = list(d_prime)
+        d[min(1, self.k - 1)] = 0.0
+        return self._pair(d, d_prime, "second count 0 vs 1")
+
+
 # ------------------------------------------------------------------------------ registry
 
 #: Registry name -> class (spec kind ``flawed``, ``dpaudit list``).
@@ -908,6 +1038,9 @@ FLAWED: dict[str, type[FlawedMechanism]] = {
         LaplaceSkippedNoise,
         RandomizedResponseBinary,
         RandomizedResponseBinaryFormula,
+        LaplaceRareExactAnswer,
+        LaplacePairExactCoordinate,
+        NoisyHistZeroBinUnnoised,
     )
 }
 
@@ -936,6 +1069,9 @@ PUBLISHED: dict[str, tuple[float, str] | None] = {
     "laplace_skipped_noise": None,
     "randomized_response": None,
     "randomized_response_binary_formula": None,
+    "laplace_rare_exact_answer": None,
+    "laplace_pair_exact_coordinate": None,
+    "noisy_hist_zero_bin_unnoised": None,
 }
 
 
@@ -1018,15 +1154,18 @@ def run_benchmark(
 
     Returns a ``pandas.DataFrame`` with one row per mechanism: ``name``, ``correct``,
     ``claimed_epsilon``, ``true_lower`` / ``true_upper`` (the proven bounds), ``certified`` (the
-    ``eps`` lower bound at ``delta = 0`` and the stated confidence), ``flagged`` (the audit refutes
-    the claim), ``published`` and ``published_source`` (:data:`PUBLISHED`), ``attack`` (the
-    estimator the learned attack chose), ``trials`` and ``seconds``. ``trials_for`` overrides the
-    number of trials per mechanism. The attack learns from the engine's fit sample plus
-    ``train_trials`` outputs per dataset drawn independently of the audit
-    (:class:`~dpaudit.attacks.learned.Learned`).
+    ``eps`` lower bound at the claimed ``delta``, ``0`` except for the delta-leak block, and the
+    stated confidence), ``flagged`` (the audit refutes the claim), ``published`` and
+    ``published_source`` (:data:`PUBLISHED`), ``attack`` (the estimator the learned attack
+    chose), ``trials`` and ``seconds``. ``trials_for`` overrides the number of trials per
+    mechanism. The attack is :class:`~dpaudit.attacks.DeltaLeak`: a learned score
+    (:class:`~dpaudit.attacks.learned.Learned`, with the mechanism's distinguishing statistic
+    when it has one) plus exact-output events, learned from the engine's fit sample plus
+    ``train_trials`` outputs per dataset drawn independently of the audit.
     """
     import pandas as pd
 
+    from dpaudit.attacks.delta_leak import DeltaLeak
     from dpaudit.attacks.learned import Learned
     from dpaudit.audit.engine import audit
 
@@ -1042,12 +1181,12 @@ def run_benchmark(
         pair = mechanism.worst_case_pair()
         n = check_integer(f"trials_for[{name!r}]", overrides.get(name, trials), minimum=1)
         started = time.perf_counter()
-        attack = Learned(
-            features=mechanism.features(pair),
-            seed=seed,
+        attack = DeltaLeak(
+            Learned(features=mechanism.features(pair), seed=seed),
             mechanism=mechanism,
             pair=pair,
             train_trials=train_trials,
+            seed=seed,
         )
         result = audit(
             mechanism,
@@ -1061,6 +1200,8 @@ def run_benchmark(
         )
         lower, upper = mechanism.epsilon_bounds()
         published = PUBLISHED.get(name)
+        delta = getattr(mechanism, "claimed_delta", 0.0)
+        claim = approx_dp(mechanism.claimed_epsilon, delta) if delta else claimed_curve(eps)
         rows.append(
             {
                 "name": name,
@@ -1068,8 +1209,8 @@ def run_benchmark(
                 "claimed_epsilon": mechanism.claimed_epsilon,
                 "true_lower": lower,
                 "true_upper": upper,
-                "certified": result.epsilon_lower_bound(0.0),
-                "flagged": result.violates(claimed_curve(mechanism.claimed_epsilon)) is not None,
+                "certified": result.epsilon_lower_bound(delta),
+                "flagged": result.violates(claim) is not None,
                 "published": None if published is None else published[0],
                 "published_source": None if published is None else published[1],
                 "attack": result.attack.name,
