@@ -5,11 +5,17 @@ Every object here can produce a trade-off curve (``.tradeoff()``) and a privacy 
 
     dpaudit.bounds.gdp(1.0)(alpha)             # mu-GDP trade-off curve
     dpaudit.bounds.approx_dp(1.0, 1e-5)(alpha) # (eps, delta)-DP trade-off curve
-    dpaudit.bounds.pld.poisson_subsampled_gaussian(1.1, 0.01).self_compose(1000).epsilon(1e-5)
+    dpaudit.bounds.pld.poisson_subsampled_gaussian(1.1, rate=0.01).self_compose(1000).epsilon(1e-5)
 
 The sub-modules are ``tradeoff``, ``gdp`` (imported as ``from dpaudit.bounds.gdp import ...``:
 the name ``dpaudit.bounds.gdp`` itself is the curve constructor), ``pld``, ``rdp`` and
 ``composition``. This package imports nothing else of dpaudit.
+
+Argument order: every function takes the mechanism's own parameters first (noise scale,
+``sensitivity``, probability vectors, a base RDP curve) and the sampling ``rate`` as a
+keyword-only argument (``rdp_poisson_subsampled_gaussian(sigma, rate=q)``,
+``pld.poisson_subsampled_gaussian(sigma, rate=q)``), so that the two numbers can never be swapped
+silently.
 """
 
 from dpaudit.bounds import composition, pld, rdp, tradeoff

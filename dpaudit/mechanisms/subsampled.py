@@ -174,9 +174,11 @@ class _SubsampledSum(Mechanism):
         self._require_theory()
         if isinstance(self.base, Gaussian):
             return pld_lib.poisson_subsampled_gaussian(
-                self.base.sigma, self.rate, self.shift, step=step
+                self.base.sigma, rate=self.rate, sensitivity=self.shift, step=step
             )
-        return pld_lib.poisson_subsampled_laplace(self.base.scale, self.rate, self.shift, step=step)
+        return pld_lib.poisson_subsampled_laplace(
+            self.base.scale, rate=self.rate, sensitivity=self.shift, step=step
+        )
 
     def rdp(self, orders: object = None) -> RDPCurve:
         """RDP of the dominating pair. Gaussian base: Mironov, Talwar & Zhang 2019 (exact, both
@@ -187,11 +189,15 @@ class _SubsampledSum(Mechanism):
         self._require_theory()
         lam = np.asarray(DEFAULT_ORDERS if orders is None else orders, dtype=float)
         if isinstance(self.base, Gaussian):
-            return rdp_poisson_subsampled_gaussian(self.rate, self.base.sigma / self.shift, lam)
+            return rdp_poisson_subsampled_gaussian(
+                self.base.sigma / self.shift, rate=self.rate, orders=lam
+            )
         at = np.maximum(np.ceil(lam), 2.0)
         integers = np.unique(at)
         base = rdp_laplace(self.base.scale, self.shift, orders=np.arange(2.0, integers[-1] + 1))
-        sub = rdp_poisson_subsampled(self.rate, lambda k: base.eps[int(k) - 2], integers)
+        sub = rdp_poisson_subsampled(
+            lambda k: base.eps[int(k) - 2], rate=self.rate, orders=integers
+        )
         eps = sub.eps[np.searchsorted(sub.orders, at)]
         return RDPCurve(lam, eps, name=f"RDP {self.name}")
 
