@@ -97,6 +97,19 @@ def test_correct_mechanisms_are_never_flagged_over_100_seeds():
     assert flagged == []
 
 
+def test_the_coverage_test_can_fail():
+    """The claims of the coverage test are tight: at confidence 0.5 (bounds near the point
+    estimates) some of 40 audits do flag a correct mechanism, so a bound that lost its
+    confidence margin would make the coverage test fail."""
+    flagged = 0
+    for seed in range(40):
+        fn, claim, d, d_prime = CORRECT[seed % len(CORRECT)]
+        box = BlackBox(fn, claim, dataset=d, neighbour=d_prime)
+        result = dpaudit.audit(box, trials=2000, selection_trials=2000, seed=seed, confidence=0.5)
+        flagged += result.violates(claim) is not None
+    assert flagged > 0
+
+
 def test_events_are_exact_one_sided_repeats_and_score_infinite():
     y0 = np.concatenate([np.linspace(0, 1, 50), [7.0, 7.0, 7.0]])
     y1 = np.concatenate([np.linspace(0.01, 1.01, 50), [5.0, 5.0, 3.0]])
