@@ -36,7 +36,7 @@ def test_delta_leaks_are_flagged_by_the_default_blackbox_attack(name):
     claim = approx_dp(1.0, 1e-6)
     box = _as_blackbox(flawed(name, eps=1.0), claim)
     result = dpaudit.audit(box, trials=2 * 10**6, seed=0)
-    assert result.metadata["default_attack"] is True
+    assert result.metadata["attack"]["default"] is True
     assert result.attack.name.startswith("DeltaLeak(")
     assert result.epsilon_lower_bound(1e-6) >= 1.5
     assert result.violates(claim) is not None
@@ -184,7 +184,7 @@ def test_foreign_calls_are_at_most_one_and_a_half_times_the_trials(attack):
     }[attack]
     trials, selection = 1000, 500
     result = dpaudit.audit(box, attack=chosen, trials=trials, selection_trials=selection, seed=0)
-    outputs = result.metadata["outputs"]
+    outputs = result.metadata["random"]["outputs_per_dataset"]
     assert fn.calls <= 1.5 * 2 * (trials + selection) + 2
     per_dataset = sum(v for k, v in outputs.items() if k != "probe")
     assert fn.calls == 2 * per_dataset + outputs["probe"]

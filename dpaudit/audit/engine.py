@@ -378,7 +378,7 @@ def audit(
     attack:
         The score; defaults to :class:`~dpaudit.attacks.LikelihoodRatio` when the mechanism knows
         its density, else :class:`~dpaudit.attacks.DeltaLeak` (a learned score plus tests on
-        exact output events, for outputs of any shape); ``result.metadata["default_attack"]``
+        exact output events, for outputs of any shape); ``result.metadata["attack"]["default"]``
         says whether the default was used.
     trials:
         Evaluation runs on **each** dataset.
@@ -394,8 +394,9 @@ def audit(
         Selection runs per dataset, drawn in addition to ``trials``; default
         ``max(trials // 4, 10_000)``. The pilot (grid) and fit samples and a learning attack's
         extra training outputs are more, together at most ``OVERHEAD = 0.5`` times
-        ``trials + selection_trials`` (:func:`overhead_budget`); ``result.metadata["outputs"]``
-        says how many outputs per dataset went where.
+        ``trials + selection_trials`` (:func:`overhead_budget`);
+        ``result.metadata["random"]["outputs_per_dataset"]`` says how many outputs per dataset
+        went where (``probe``: under ``D`` only).
     n_jobs:
         Workers for ``joblib.Parallel`` (``-1``: all cores). Results do not depend on it.
     chunk_size:
@@ -564,6 +565,16 @@ def audit(
         fn_sorted = np.cumsum(h1)[:-1]
         rank = np.argsort(np.argsort(fixed))
         fixed_counts = np.stack([fp_sorted[rank], fn_sorted[rank]])
+    metadata = AuditResult.describe(mechanism, pair, attack, exact)
+    metadata["attack"]["default"] = default
+    metadata["random"]["outputs_per_dataset"] = {
+        "probe": int(probe.shape[0]),
+        "fit": fit_trials,
+        "training": int(attack.extra_outputs),
+        "pilot": pilot_trials,
+        "selection": selection_trials,
+        "evaluation": trials,
+    }
     return AuditResult(
         mechanism=mechanism,
         pair=pair,
@@ -584,16 +595,5 @@ def audit(
         fixed_thresholds=fixed,
         fixed_counts=fixed_counts,
         chunk_size=chunk_size,
-        metadata={
-            **AuditResult.describe(mechanism, pair, attack, exact),
-            "default_attack": default,
-            "outputs": {
-                "probe": int(probe.shape[0]),
-                "fit": fit_trials,
-                "training": int(attack.extra_outputs),
-                "pilot": pilot_trials,
-                "selection": selection_trials,
-                "evaluation": trials,
-            },
-        },
+        metadata=metadata,
     )

@@ -12,7 +12,7 @@ once is called as ``fn(dataset, size, rng)`` once per chunk: declared with ``vec
 or detected from its signature (a parameter named ``size``) when ``vectorised`` is not given.
 An audit runs the function at most ``1.5 * (trials + selection_trials)`` times per dataset
 (plus a two-output shape probe; :data:`dpaudit.audit.engine.OVERHEAD`), and its result says where
-the outputs went (``result.metadata["outputs"]``).
+the outputs went (``result.metadata["random"]["outputs_per_dataset"]``).
 
 The randomness comes from the ``numpy.random.Generator`` the engine hands to every chunk, so an
 audit is reproducible exactly when ``fn`` draws all its randomness from ``rng``. Foreign code with

@@ -142,7 +142,7 @@ def test_default_attack_is_the_likelihood_ratio_when_a_density_exists():
 def test_without_density_the_default_is_the_delta_leak_attack_for_any_output_shape():
     result = dpaudit.audit(NoDensityShift(), trials=5000, seed=0)
     assert result.metadata["attack"]["class"] == "DeltaLeak"
-    assert result.metadata["default_attack"] is True
+    assert result.metadata["attack"]["default"] is True
     assert result.privacy_loss is None
     with pytest.raises(ValueError, match="exact privacy loss"):
         result.delta_estimate(0.5)
