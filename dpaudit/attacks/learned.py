@@ -1,6 +1,7 @@
 """Learned attacks: a likelihood-ratio score estimated from samples when the density is unknown.
 
-The Neyman-Pearson test thresholds ``log q(y)/p(y)`` (THEORY.md section 0). When the mechanism
+The Neyman-Pearson test thresholds ``log q(y)/p(y)`` (docs/theory.md#conventions). When the
+mechanism
 is foreign code nothing tells us ``p`` and ``q``, so :class:`Learned` estimates the log ratio from
 outputs under ``D`` and ``D_prime`` that are independent of the trials the bounds are read from:
 the **fit sample** the engine draws for it from its own random stream (:func:`dpaudit.audit`),
@@ -532,6 +533,8 @@ class Learned(Attack):
         selection or evaluation trial, so the bounds stay valid exactly as with the engine's fit
         sample alone.
 
+    Notes
+    -----
     :meth:`score` before :meth:`fit` raises ``ValueError``.
     """
 

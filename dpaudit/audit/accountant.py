@@ -3,7 +3,7 @@
 An accountant (a library, a closed form, a table in a paper) claims that a mechanism is
 ``(eps, delta(eps))``-DP. When the mechanism's densities are known, its privacy loss
 ``L = log a(y)/b(y)`` can be sampled exactly, and on a neighbouring pair ``(D, D_prime)`` the
-tight ``delta`` is the larger of the two hockey-stick divergences (THEORY.md sections 0 and 2;
+tight ``delta`` is the larger of the two hockey-stick divergences (docs/theory.md#conventions;
 Steinke 2022, Proposition 7)::
 
     delta(eps) = max( E_{y~P} (1 - e^{eps - L_{P||Q}(y)})_+ ,

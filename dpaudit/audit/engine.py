@@ -1,6 +1,6 @@
 """The Monte Carlo engine: run a mechanism on two neighbouring datasets, score, count.
 
-The way data flows (DESIGN.md):
+The way data flows (docs/architecture.md#data-flow):
 
 1. **Fit** (learning attacks only): a fit sample from its own stream; ``attack.fit`` sees it.
 2. **Pilot**: a pilot sample from its own stream is scored and fixes the score grid

@@ -245,7 +245,7 @@ class AuditResult:
 
     def epsilon_lower_bound(self, delta: float = 0.0) -> float:
         """``eps`` such that the mechanism is not ``(eps', delta)``-DP for any ``eps' < eps``,
-        at the stated confidence (THEORY.md section 5). Never negative."""
+        at the stated confidence (docs/theory.md#empirical). Never negative."""
         return self.epsilon_witness(delta)["epsilon"]
 
     def mu_witness(self) -> dict[str, Any]:
@@ -256,7 +256,7 @@ class AuditResult:
 
     def mu_lower_bound(self) -> float:
         """``mu`` such that the mechanism is not ``mu'``-GDP for any ``mu' < mu``, at the stated
-        confidence: ``Phi^{-1}(1 - alpha+) - Phi^{-1}(beta+)`` (THEORY.md section 5)."""
+        confidence: ``Phi^{-1}(1 - alpha+) - Phi^{-1}(beta+)`` (docs/theory.md#empirical)."""
         return self.mu_witness()["mu"]
 
     def violates(self, claim: TradeoffCurve) -> dict[str, Any] | None:

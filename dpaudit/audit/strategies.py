@@ -1,7 +1,7 @@
 """How an audit picks the thresholds its bounds are read at, without invalidating them.
 
 Choosing the best threshold after seeing the evaluation counts would invalidate the confidence
-level (THEORY.md section 5). Every audit names one of three strategies:
+level (docs/theory.md#empirical). Every audit names one of three strategies:
 
 - ``"holdout"`` (default): for each quantity (``eps`` at a given ``delta``, ``mu``, a violation of
   a claim) the threshold is chosen on the **selection sample**, a separate set of trials drawn

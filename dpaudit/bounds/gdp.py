@@ -1,6 +1,6 @@
 """Gaussian differential privacy: ``G_mu``, its (eps, delta) dual, central limits, Berry-Esseen.
 
-References (cited as in THEORY.md):
+References (cited as in docs/theory.md):
 
 - DRS: Dong, Roth & Su 2022, "Gaussian differential privacy" (JRSS-B). Definition 4 (``G_mu``),
   Corollary 1 (its dual ``delta(eps)``), Corollary 2 (composition), Theorem 5 (Berry-Esseen),
@@ -12,7 +12,8 @@ References (cited as in THEORY.md):
   privacy profile of the Gaussian mechanism.
 
 The central limits are approximations (``kind="approximation"``), not bounds: they can
-underestimate eps badly for few epochs (THEORY §3). The Berry-Esseen curve is a valid bound.
+underestimate eps badly for few epochs (docs/theory.md#gdp). The Berry-Esseen curve is a valid
+bound.
 """
 
 from __future__ import annotations
@@ -378,7 +379,7 @@ def berry_esseen(rate: float, sigma: float, steps: int) -> BerryEsseenTradeoff:
     ``gamma = 0.56 kappa3_bar / (sqrt(T) (kappa2 - kl^2)^{3/2})`` with the functionals of
     :func:`berry_esseen_functionals`, and ``f(alpha) = max(G_mu~(alpha + gamma) - gamma, 0)``.
     DRS state it for fixed-size batches (replace-one); since ``C_p`` also bounds each step of
-    Poisson sampling under add/remove (THEORY §1), it is a bound there too.
+    Poisson sampling under add/remove (docs/theory.md#tradeoff), it is a bound there too.
     """
     q, s, t = _check_dpsgd(rate, sigma, steps)
     fun = berry_esseen_functionals(q, s)

@@ -7,7 +7,7 @@ privacy", Definition 2; cited below as DRS). It is convex, continuous, non-incre
 PLDs, RDP curves, composition theorems) can produce one, which is what makes them comparable with
 the empirical curves of an audit.
 
-Conventions (THEORY.md section 0): ``alpha = E_P[phi]`` is the false-positive rate,
+Conventions (docs/theory.md#conventions): ``alpha = E_P[phi]`` is the false-positive rate,
 ``beta = 1 - E_Q[phi]`` the false-negative rate, with ``phi`` the probability of answering
 "the output came from D_prime". The dual privacy profile of ``f`` is
 ``delta(eps) = 1 - inf_alpha (e^eps alpha + f(alpha))`` (DRS Propositions 5 and 6).
@@ -292,7 +292,8 @@ class TradeoffCurve:
 class PiecewiseLinearTradeoff(TradeoffCurve):
     """A trade-off curve given by its vertices and joined linearly.
 
-    This is the exact trade-off function of a pair of discrete distributions (THEORY section 1)
+    This is the exact trade-off function of a pair of discrete distributions
+    (docs/theory.md#tradeoff)
     and the form of every curve read off a PLD or off empirical points. Its inverse, its
     ``delta(eps)`` and its points are exact (no numerical search).
 
@@ -430,7 +431,8 @@ def from_points(
 
     All randomised mixtures of the tests behind the points are achievable too, so the curve is
     the lower convex hull of the points together with the trivial tests ``(0, 1)`` and ``(1, 0)``
-    (THEORY section 0). Points are validated to lie in [0, 1]. The hull takes O(n log n) for
+    (docs/theory.md#conventions). Points are validated to lie in [0, 1]. The hull takes
+    O(n log n) for
     the sort and O(n) after it (see :func:`_lower_hull`).
     """
     a = check_array_in_unit_interval("alpha", alpha).ravel()
@@ -457,7 +459,8 @@ def from_discrete(
 ) -> PiecewiseLinearTradeoff:
     """The exact trade-off function ``T(P, Q)`` of two pmfs on the same outcomes.
 
-    Neyman-Pearson (THEORY section 1): order the outcomes by likelihood ratio ``q/p`` from the
+    Neyman-Pearson (docs/theory.md#tradeoff): order the outcomes by likelihood ratio ``q/p``
+    from the
     largest down (outcomes with ``p = 0`` first, those with ``q = 0`` last), accumulate
     ``alpha`` (the P-mass) and ``beta`` (1 - the Q-mass) and join the vertices linearly; ties in
     the ratio give collinear vertices. Outcomes with ``p = q = 0`` are ignored.
@@ -563,11 +566,12 @@ def approx_dp(eps: float, delta: float) -> TradeoffCurve:
 
 
 def laplace(eps: float) -> TradeoffCurve:
-    """``T(Lap(0, b), Lap(Delta, b))`` with ``eps = Delta / b`` (DRS Section 2.2, THEORY §1).
+    """``T(Lap(0, b), Lap(Delta, b))`` with ``eps = Delta / b`` (DRS Section 2.2;
+    docs/theory.md#tradeoff).
 
     ``1 - e^eps alpha`` for ``alpha < e^-eps / 2``, ``e^-eps / (4 alpha)`` up to ``alpha = 1/2``,
     ``e^-eps (1 - alpha)`` above; symmetric. Dual: ``delta(x) = 1 - e^{(x - eps)/2}`` for
-    ``0 <= x <= eps`` and 0 above (THEORY §2), evaluated with ``expm1``.
+    ``0 <= x <= eps`` and 0 above (docs/theory.md#pld), evaluated with ``expm1``.
     """
     eps_f = check_nonnegative("eps", eps)
     knee = 0.5 * math.exp(-eps_f)
@@ -595,7 +599,8 @@ def randomized_response(eps: float, k: int = 2) -> TradeoffCurve:
     other ``k - 1`` values is reported uniformly. Ordering the outcomes by likelihood ratio
     (``e^eps``, then ``1`` for the ``k - 2`` bystanders, then ``e^-eps``) gives
     ``f(alpha) = max(0, 1 - e^eps alpha, 1 - c - alpha, e^-eps (1 - alpha))`` with
-    ``c = (e^eps - 1)/(e^eps + k - 1)``; for ``k = 2`` this is ``f_{eps,0}`` (THEORY §1).
+    ``c = (e^eps - 1)/(e^eps + k - 1)``; for ``k = 2`` this is ``f_{eps,0}``
+    (docs/theory.md#tradeoff).
     Symmetric. Dual: ``delta(x) = (e^eps - e^x)_+ / (e^eps + k - 1)``.
     """
     eps_f = check_nonnegative("eps", eps)
@@ -701,7 +706,8 @@ def subsample(f: TradeoffCurve, p: float) -> TradeoffCurve:
     """The p-sampling operator ``C_p(f) = min(f_p, f_p^{-1})**`` with ``f_p = p f + (1-p) Id``.
 
     DRS Definition 6 and Theorem 9: a mechanism that is f-DP becomes ``C_p(f)``-DP when run on a
-    subsample of fraction ``p`` (without replacement, ``replace_one``); by THEORY §1 the same
+    subsample of fraction ``p`` (without replacement, ``replace_one``); by
+    docs/theory.md#tradeoff the same
     operator covers Poisson sampling with rate ``p`` under ``add_remove``.
 
     - symmetric ``f`` (not piecewise linear): the closed form of DRS eq. (13) through the fixed

@@ -1,7 +1,7 @@
 """Argument checks shared by every public constructor and function of dpaudit.
 
 Each check raises ``ValueError`` naming the parameter, the value it got and the allowed range,
-so that wrong input is refused at construction (DESIGN.md, "Contracts"). The module lives in
+so that wrong input is refused at construction (docs/architecture.md#contracts). The module lives in
 ``bounds`` because ``bounds`` is the bottom of the import graph; every other sub-package may use it.
 """
 

@@ -425,7 +425,7 @@ class PoissonSubsampled(_Subsampled):
 
     Relation ``add_remove``. Outputs are ``sum_{i in S} clip(x_i) + noise`` with a fresh ``S`` per
     output; the worst-case pair is the base's (empty dataset vs one record of norm
-    ``sensitivity``), on which ``Q = (1 - q) P + q P'`` (THEORY section 2).
+    ``sensitivity``), on which ``Q = (1 - q) P + q P'`` (docs/theory.md#pld).
 
     Parameters
     ----------

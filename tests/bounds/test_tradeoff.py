@@ -222,7 +222,7 @@ def test_from_discrete_delta_is_the_hockey_stick_divergence():
     rng = np.random.default_rng(3)
     p, q = rng.dirichlet(np.ones(12)), rng.dirichlet(np.ones(12))
     eps = np.linspace(0.0, 3.0, 31)
-    # delta(eps) of T(P, Q) is sum_y (q(y) - e^eps p(y))_+ (THEORY section 0, roles of P and Q)
+    # delta(eps) of T(P, Q) is sum_y (q(y) - e^eps p(y))_+ (docs/theory.md#conventions)
     hockey = np.array([np.sum(np.maximum(q - math.exp(e) * p, 0.0)) for e in eps])
     assert np.max(np.abs(from_discrete(p, q).delta(eps) - hockey)) < 1e-14
 
@@ -397,7 +397,8 @@ def test_symmetrize_smooth_curve_is_a_valid_close_lower_bound():
 
 
 def test_poisson_subsampled_gaussian_order_is_the_mixture_curve():
-    # THEORY section 1: T(P, (1-p) P + p P') = p T(P, P') + (1-p) Id; check for N(0,1), N(mu,1):
+    # docs/theory.md#tradeoff: T(P, (1-p) P + p P') = p T(P, P') + (1-p) Id; check for N(0,1),
+    # N(mu,1):
     # the likelihood ratio is increasing in y, so thresholds trace the exact curve.
     p, mu = 0.25, 1.5
     t = np.linspace(-12, 14, 40001)
