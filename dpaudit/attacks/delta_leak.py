@@ -45,14 +45,10 @@ from typing import Any
 import numpy as np
 
 from dpaudit.attacks.base import Attack
-from dpaudit.attacks.learned import Learned, _as_matrix, _row_keys
+from dpaudit.attacks.learned import _TRAIN_TAG, Learned, _as_matrix, _row_keys
 from dpaudit.bounds.validation import check_integer
 
 __all__ = ["DeltaLeak"]
-
-#: Entropy mixed into the seed of the extra training outputs (distinct from every engine stream
-#: and from :class:`~dpaudit.attacks.learned.Learned`'s own tag).
-_TRAIN_TAG = 0x6465_6C74_61
 
 #: The extra training outputs hold at most this many values per dataset (128 MB of float64).
 _TRAIN_MAX_VALUES = 2**24
@@ -92,8 +88,9 @@ class DeltaLeak(Attack):
         With a mechanism and a pair, :meth:`fit` adds ``train_trials`` outputs per dataset of
         ``pair`` (at most ``2^24`` values per dataset) drawn from ``SeedSequence([seed, tag])``,
         a generator independent of every stream of the audit engine, to the fit sample (more
-        rare events are seen; validity is unchanged, as for
-        :class:`~dpaudit.attacks.learned.Learned`).
+        rare events are seen; validity is unchanged). They are the very outputs
+        :class:`~dpaudit.attacks.learned.Learned` bound to the same mechanism, pair and seed
+        would draw, so without events the score is that attack's score.
     """
 
     learns = True
