@@ -10,9 +10,9 @@ That loop is the one per-trial Python loop in dpaudit, and it cannot be avoided 
 the foreign code; it is kept to a single list comprehension. Code that can draw many outputs at
 once is called as ``fn(dataset, size, rng)`` once per chunk: declared with ``vectorised=True``,
 or detected from its signature (a parameter named ``size``) when ``vectorised`` is not given.
-An audit runs the function at most ``1.5 * (trials + selection_trials)`` times per dataset
-(plus a two-output shape probe; :data:`dpaudit.audit.engine.OVERHEAD`), and its result says where
-the outputs went (``result.metadata["random"]["outputs_per_dataset"]``).
+An audit runs the function at most ``2 * 1.5 * (trials + selection_trials)`` times in all,
+its two-output shape probe included (:data:`dpaudit.audit.engine.OVERHEAD`), and its result says
+where the outputs went (``result.metadata["random"]["outputs_per_dataset"]``).
 
 The randomness comes from the ``numpy.random.Generator`` the engine hands to every chunk, so an
 audit is reproducible exactly when ``fn`` draws all its randomness from ``rng``. Foreign code with
