@@ -162,7 +162,7 @@ def test_without_claim_or_theory(gaussian_run) -> None:
     assert record["epsilon_lower_bounds"]["1e-05"] == result.epsilon_lower_bound(1e-5)
     assert reports.verdict_sentence(record).startswith("Consistent: there is no claim to test")
     assert set(reports.audit_figures(record)) == {"tradeoff", "profile", "histogram"}
-    assert list(reports.bounds_table(record).columns) == ["quantity", "lower bound"]
+    assert list(reports.bounds_table(record).columns) == ["quantity", "lower bound", "ceiling"]
 
 
 class _GaussianWithBrokenTheory(mechanisms.Gaussian):

@@ -63,6 +63,8 @@ __all__ = [
     "WORKER_RETRIES",
     "OVERHEAD",
     "overhead_budget",
+    "AUTO_PARALLEL_SECONDS",
+    "auto_n_jobs",
 ]
 
 #: Random streams: ``SeedSequence(seed, spawn_key=(STREAMS[name], chunk))``.
@@ -94,6 +96,11 @@ OVERHEAD = 0.5
 #: How often the batches of an audit are started again after a worker process died.
 WORKER_RETRIES = 3
 
+#: ``n_jobs=None`` runs an audit on all cores when its pilot predicts at least this many seconds
+#: in one process, else in this process. Starting workers (each imports numpy, scipy and dpaudit)
+#: costs about a second on a quiet 2-core machine, so shorter audits gain nothing from them.
+AUTO_PARALLEL_SECONDS = 2.0
+
 #: Runs at least this long (selection + evaluation trials) show a progress bar by default.
 _AUTO_PROGRESS_TRIALS = 10**7
 
@@ -118,6 +125,14 @@ def chunk_generator(seed: int, stream: str, chunk: int) -> np.random.Generator:
     """The generator of chunk ``chunk`` of ``stream`` (one of :data:`STREAMS`)."""
     ss = np.random.SeedSequence(seed, spawn_key=(STREAMS[stream], int(chunk)))
     return np.random.default_rng(ss)
+
+
+def auto_n_jobs(predicted_seconds: float, cores: int | None = None) -> int:
+    """Workers for ``n_jobs=None``: ``1`` (this process) when an audit is predicted to take less
+    than :data:`AUTO_PARALLEL_SECONDS` in one process, else every core. Results never depend on
+    the choice (batches and their summation order do not depend on the workers)."""
+    cores = (os.cpu_count() or 1) if cores is None else cores
+    return cores if cores > 1 and predicted_seconds >= AUTO_PARALLEL_SECONDS else 1
 
 
 @dataclass(frozen=True)
@@ -361,7 +376,7 @@ def audit(
     strategy: str = "holdout",
     threshold: float | list[float] | np.ndarray | None = None,
     selection_trials: int | None = None,
-    n_jobs: int = 1,
+    n_jobs: int | None = None,
     chunk_size: int | None = None,
     bins: int | None = None,
     progress: bool | None = None,
@@ -400,7 +415,9 @@ def audit(
         ``result.metadata["random"]["outputs_per_dataset"]`` says how many outputs per dataset
         went where (``probe``: under ``D`` only).
     n_jobs:
-        Workers for ``joblib.Parallel`` (``-1``: all cores). Results do not depend on it.
+        Workers for ``joblib.Parallel`` (``-1``: all cores). ``None`` (default): this process
+        for audits the pilot predicts to be short, every core otherwise (:func:`auto_n_jobs`).
+        Results do not depend on it.
     chunk_size:
         Trials per random-stream chunk; default about ``2^15`` scalar values per chunk. Results
         depend on it (it defines the streams), so it is recorded in the result.
@@ -432,8 +449,12 @@ def audit(
     if selection_trials is None:
         selection_trials = default_selection_trials(trials)
     selection_trials = check_integer("selection_trials", selection_trials, minimum=2)
-    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int | np.integer) or n_jobs == 0:
-        raise ValueError(f"n_jobs must be a non-zero integer (-1 = all cores), got {n_jobs!r}")
+    if n_jobs is not None and (
+        isinstance(n_jobs, bool) or not isinstance(n_jobs, int | np.integer) or n_jobs == 0
+    ):
+        raise ValueError(
+            f"n_jobs must be None or a non-zero integer (-1 = all cores), got {n_jobs!r}"
+        )
     bins = default_bins(trials) if bins is None else check_integer("bins", bins, minimum=2)
     if progress is not None and not isinstance(progress, bool):
         raise ValueError(f"progress must be None, True or False, got {progress!r}")
@@ -485,10 +506,14 @@ def audit(
     pilot_job = _Job(
         mechanism, pair, attack, pilot_grid, seed, chunk_size, False, None, output_shape
     )
+    pilot_started = time.perf_counter()
     pilot = [
         _draw(pilot_job, "pilot", i, min(chunk_size, pilot_trials - i * chunk_size))
         for i in range(-(-pilot_trials // chunk_size))
     ]
+    if n_jobs is None:
+        per_trial = (time.perf_counter() - pilot_started) / pilot_trials
+        n_jobs = auto_n_jobs(per_trial * (selection_trials + trials))
     grid = ScoreGrid.from_scores(np.concatenate([s for scores in pilot for s in scores]), bins=bins)
     del pilot
 

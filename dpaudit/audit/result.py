@@ -30,7 +30,12 @@ from dpaudit.audit.empirical import EmpiricalTradeoff
 from dpaudit.audit.grid import ScoreGrid
 from dpaudit.audit.lower_bounds import epsilon_from_errors, mu_from_errors, violation_margin
 from dpaudit.audit.privacy_loss import PrivacyLossStatistics
-from dpaudit.audit.strategies import bonferroni_candidates, predicted_upper
+from dpaudit.audit.strategies import (
+    bonferroni_candidates,
+    ceiling_errors,
+    choose_threshold,
+    oracle_errors,
+)
 from dpaudit.bounds.tradeoff import TradeoffCurve
 from dpaudit.bounds.validation import check_probability
 from dpaudit.mechanisms.base import METHOD_KINDS, NeighbouringPair
@@ -166,26 +171,18 @@ class AuditResult:
         sel = self.selection_tradeoff
         return bonferroni_candidates(sel.fp, sel.fn, sel.n_d, sel.n_d_prime)
 
-    @cached_property
-    def _predicted(self) -> tuple[np.ndarray, np.ndarray]:
-        """Holdout: the evaluation's upper bounds predicted from pessimistic selection rates."""
-        sel, ev = self.selection_tradeoff, self.tradeoff
-        g = self.gamma / 2
-        return (
-            predicted_upper(sel.fp, sel.n_d, ev.n_d, g),
-            predicted_upper(sel.fn, sel.n_d_prime, ev.n_d_prime, g),
-        )
-
     # ------------------------------------------------------------------ threshold choice
     def _witness(self, objective: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> dict[str, Any]:
         """Choose a threshold by the strategy and read the evaluation counts there.
 
-        ``objective(alpha_upper, beta_upper) -> array`` (larger is better) is evaluated on
-        predicted bounds (holdout) or on the candidates' evaluation bounds (bonferroni, fixed).
+        ``objective(alpha_upper, beta_upper) -> array`` (larger is better); the choice itself is
+        :func:`~dpaudit.audit.strategies.choose_threshold` (``"fixed"``: the best of the user's
+        thresholds, ``gamma/(2K)`` per bound).
         """
         ev = self.tradeoff
         n0, n1 = ev.n_d, ev.n_d_prime
-        if self.strategy == "fixed":
+        strategy = self.strategy
+        if strategy == "fixed":
             fp, fn = self.fixed_counts
             k = fp.size
             g = self.gamma / (2 * k)
@@ -194,21 +191,21 @@ class AuditResult:
             i = int(np.argmax(objective(au, bu)))
             threshold, rule, fp_i, fn_i = float(self.fixed_thresholds[i]), ">", fp[i], fn[i]
             au_i, bu_i = float(au[i]), float(bu[i])
-        elif self.strategy == "bonferroni":
-            cand = self.candidates
-            k = cand.size
-            g = self.gamma / (2 * k)
-            au = clopper_pearson_upper(ev.fp[cand], n0, g)
-            bu = clopper_pearson_upper(ev.fn[cand], n1, g)
-            i = int(np.argmax(objective(au, bu)))
-            j = int(cand[i])
-            threshold, rule, fp_i, fn_i = float(self.grid.edges[j]), ">=", ev.fp[j], ev.fn[j]
-            au_i, bu_i = float(au[i]), float(bu[i])
         else:
-            k = 1
-            g = self.gamma / 2
-            pa, pb = self._predicted
-            j = int(np.argmax(objective(pa, pb)))
+            sel = self.selection_tradeoff
+            choice = choose_threshold(
+                strategy,
+                objective,
+                (sel.fp, sel.fn, sel.n_d, sel.n_d_prime),
+                (ev.fp, ev.fn, n0, n1),
+                self.gamma,
+            )
+            j, g, k, strategy = (
+                choice["index"],
+                choice["gamma_per_bound"],
+                choice["candidates"],
+                choice["strategy"],
+            )
             threshold, rule, fp_i, fn_i = float(self.grid.edges[j]), ">=", ev.fp[j], ev.fn[j]
             au_i = float(clopper_pearson_upper(fp_i, n0, g))
             bu_i = float(clopper_pearson_upper(fn_i, n1, g))
@@ -219,7 +216,7 @@ class AuditResult:
             "beta": float(fn_i) / n1,
             "alpha_upper": au_i,
             "beta_upper": bu_i,
-            "strategy": self.strategy,
+            "strategy": strategy,
             "candidates": int(k),
             "gamma_per_bound": float(g),
             "confidence": self.confidence,
@@ -258,6 +255,40 @@ class AuditResult:
         """``mu`` such that the mechanism is not ``mu'``-GDP for any ``mu' < mu``, at the stated
         confidence: ``Phi^{-1}(1 - alpha+) - Phi^{-1}(beta+)`` (docs/theory.md#empirical)."""
         return self.mu_witness()["mu"]
+
+    # ------------------------------------------------------------------ ceilings
+    def _ceiling_errors(self, kind: str) -> tuple[Any, Any]:
+        ev = self.tradeoff
+        if kind == "perfect":
+            return ceiling_errors(ev.n_d, ev.n_d_prime, self.gamma)
+        if kind != "oracle":
+            raise ValueError(f"kind must be 'perfect' or 'oracle', got {kind!r}")
+        curve = getattr(self.mechanism, "tradeoff", None)
+        if not callable(curve):
+            raise ValueError(
+                "the oracle ceiling needs the audited mechanism's trade-off curve "
+                "(mechanism.tradeoff()); this result has none"
+            )
+        return oracle_errors(curve(), ev.n_d, ev.n_d_prime, self.gamma)
+
+    def epsilon_ceiling(self, delta: float = 0.0, kind: str = "perfect") -> float:
+        """The most any audit with these evaluation sizes could certify at ``delta``.
+
+        ``kind="perfect"``: a perfect attack (no errors at all) read at one threshold with
+        ``gamma/2`` per bound (:func:`~dpaudit.audit.strategies.ceiling_errors`); no attack or
+        strategy of these sizes can exceed it. ``kind="oracle"``: an *estimate* of what the best
+        single threshold certifies on the mechanism's own trade-off curve
+        (:func:`~dpaudit.audit.strategies.oracle_errors`; needs ``mechanism.tradeoff()``).
+        The gap between :meth:`epsilon_lower_bound` and these is what the audit left unused.
+        """
+        delta = check_probability("delta", delta, high_open=True)
+        a, b = self._ceiling_errors(kind)
+        return float(np.max(epsilon_from_errors(a, b, delta)))
+
+    def mu_ceiling(self, kind: str = "perfect") -> float:
+        """The ``mu`` counterpart of :meth:`epsilon_ceiling`."""
+        a, b = self._ceiling_errors(kind)
+        return float(np.max(mu_from_errors(a, b)))
 
     def violates(self, claim: TradeoffCurve) -> dict[str, Any] | None:
         """Evidence that the mechanism is not ``claim``-DP, or ``None``.

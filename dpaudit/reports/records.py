@@ -348,6 +348,8 @@ def build_record(
             "epsilon_witnesses": witnesses,
             "mu_lower_bound": float(result.mu_lower_bound()),
             "mu_witness": result.mu_witness(),
+            "epsilon_ceilings": {delta_key(d): float(result.epsilon_ceiling(d)) for d in deltas},
+            "mu_ceiling": float(result.mu_ceiling()),
             "gdp_estimate": result.gdp_estimate(),
             "theory": theory,
             "empirical": empirical,
