@@ -22,6 +22,10 @@ black boxes), ``trials`` (required, per dataset), ``seed``,
 which epsilon is reported), ``n_jobs`` and ``expect`` (``"consistent"`` or ``"violated"``: the
 verdict the audit is meant to reach, e.g. for a deliberately flawed mechanism).
 
+A black box's ``callable = "mymech:release"`` is looked up first in the spec file's folder
+(``mymech.py`` beside the spec), without ``PYTHONPATH`` and without changing ``sys.path`` for
+other specs; modules that are not there are imported as usual.
+
 Kinds of mechanisms, attacks and claims live in registries (:data:`MECHANISM_KINDS`,
 :data:`ATTACK_KINDS`, :data:`CLAIM_KINDS`) that map a kind to its builder and the keys it takes;
 :func:`register_mechanism`, :func:`register_attack` and :func:`register_claim` add kinds.
@@ -33,6 +37,7 @@ constructors of the objects built, whose messages name the parameter and its all
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import math
 import sys
@@ -551,10 +556,16 @@ register_attack(
 # --- foreign code: black boxes, adapters, flawed mechanisms, learned attacks ------------------
 
 
+#: The folder of the spec file being read: black-box callables are looked up there first.
+_SPEC_DIRECTORY: contextvars.ContextVar[Path | None] = contextvars.ContextVar(
+    "spec_directory", default=None
+)
+
+
 def _blackbox(**keys: Any) -> Mechanism:
     from dpaudit.mechanisms.blackbox import BlackBox
 
-    return BlackBox.from_spec(keys.pop("callable"), **keys)
+    return BlackBox.from_spec(keys.pop("callable"), directory=_SPEC_DIRECTORY.get(), **keys)
 
 
 def _flawed(name: str, eps: float, **optional: Any) -> Mechanism:
@@ -931,13 +942,20 @@ def parse(data: Mapping[str, Any], *, source: str = "") -> list[AuditSpec]:
     return [_parse_audit(table, i, source, names) for i, table in enumerate(tables)]
 
 
-def loads(text: str, *, source: str = "<string>") -> list[AuditSpec]:
-    """Read audits from TOML text; ``source`` names it in error messages."""
+def loads(
+    text: str, *, source: str = "<string>", directory: str | Path | None = None
+) -> list[AuditSpec]:
+    """Read audits from TOML text; ``source`` names it in error messages. A black box's
+    ``callable`` whose module is a file in ``directory`` is imported from there."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"{source}: invalid TOML: {exc}") from None
-    return parse(data, source=source)
+    token = _SPEC_DIRECTORY.set(None if directory is None else Path(directory))
+    try:
+        return parse(data, source=source)
+    finally:
+        _SPEC_DIRECTORY.reset(token)
 
 
 def load(path: str | Path) -> list[AuditSpec]:
@@ -949,7 +967,7 @@ def load(path: str | Path) -> list[AuditSpec]:
         raise SpecError(f"{path}: spec file not found") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecError(f"{path}: cannot read spec file ({exc})") from None
-    return loads(text, source=str(path))
+    return loads(text, source=str(path), directory=path.resolve().parent)
 
 
 #: The battery of reference audits run by ``dpaudit suite``: each reference mechanism against its

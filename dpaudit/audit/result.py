@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import platform
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -36,6 +36,7 @@ from dpaudit.audit.strategies import (
     choose_threshold,
     oracle_errors,
 )
+from dpaudit.bounds.gdp import GDPTradeoff
 from dpaudit.bounds.tradeoff import TradeoffCurve
 from dpaudit.bounds.validation import check_probability
 from dpaudit.mechanisms.base import METHOD_KINDS, NeighbouringPair
@@ -69,6 +70,44 @@ def _json_default(value: Any) -> Any:
 
 def _float_key(value: float) -> str:
     return repr(float(value))
+
+
+def _claimed_epsilon(claim: TradeoffCurve, delta: float) -> float | None:
+    """``claim.epsilon(delta)``, or ``None`` when the claim's curve cannot say."""
+    try:
+        with np.errstate(all="ignore"):
+            value = float(claim.epsilon(delta))
+    except (ValueError, ArithmeticError, NotImplementedError):
+        return None
+    return None if np.isnan(value) else value
+
+
+def _refutation(claim: TradeoffCurve, witness: dict[str, Any]) -> dict[str, Any] | None:
+    """How the certified point of ``witness`` refutes ``claim`` (see
+    :meth:`AuditResult.verdict`), or ``None``.
+
+    Returns ``order``, ``claimed_beta``, ``margin`` (the larger of ``f(alpha+) - beta+`` and
+    ``f(beta+) - alpha+``) and ``claim``; with an ``eps`` witness also ``claimed_epsilon``, with a
+    ``mu`` witness and a GDP claim ``claimed_mu``.
+    """
+    a, b = witness["alpha_upper"], witness["beta_upper"]
+    forward, reverse = (float(m) for m in violation_margin(claim, a, b))
+    refuted = max(forward, reverse) > 0.0
+    evidence: dict[str, Any] = {"claim": claim.name, "margin": max(forward, reverse)}
+    if "epsilon" in witness:
+        claimed = _claimed_epsilon(claim, witness["delta"])
+        evidence["claimed_epsilon"] = claimed
+        refuted |= claimed is not None and witness["epsilon"] > claimed
+    if "mu" in witness and isinstance(claim, GDPTradeoff):
+        evidence["claimed_mu"] = claim.mu
+        refuted |= witness["mu"] > claim.mu
+    if not refuted:
+        return None
+    if forward >= reverse:
+        evidence["order"], evidence["claimed_beta"] = "d_d_prime", float(claim(a))
+    else:
+        evidence["order"], evidence["claimed_beta"] = "d_prime_d", float(claim(b))
+    return evidence
 
 
 @dataclass(eq=False)
@@ -290,32 +329,118 @@ class AuditResult:
         a, b = self._ceiling_errors(kind)
         return float(np.max(mu_from_errors(a, b)))
 
-    def violates(self, claim: TradeoffCurve) -> dict[str, Any] | None:
-        """Evidence that the mechanism is not ``claim``-DP, or ``None``.
-
-        A threshold whose upper bounds fall below the claimed curve, ``beta+ < f(alpha+)``
-        (``order = "d_d_prime"``) or ``alpha+ < f(beta+)`` (``"d_prime_d"``), refutes the claim at
-        the stated confidence. The returned witness holds ``threshold``, ``alpha_upper``,
-        ``beta_upper``, ``claimed_beta`` (``f`` at the other error) and ``order``.
-        """
-        if not isinstance(claim, TradeoffCurve):
-            raise ValueError(f"claim must be a TradeoffCurve, got {type(claim).__name__}")
+    def _margin_witness(self, claim: TradeoffCurve) -> dict[str, Any]:
+        """The claim's own test: the threshold chosen (by the strategy) to maximise the margin
+        by which the two errors' upper bounds fall below ``claim``, in either order."""
 
         def objective(a: np.ndarray, b: np.ndarray) -> np.ndarray:
             forward, reverse = violation_margin(claim, a, b)
             return np.maximum(forward, reverse)
 
-        w = self._witness(objective)
-        forward, reverse = violation_margin(claim, w["alpha_upper"], w["beta_upper"])
-        forward, reverse = float(forward), float(reverse)
-        if max(forward, reverse) <= 0.0:
-            return None
-        if forward >= reverse:
-            w["order"], w["claimed_beta"] = "d_d_prime", float(claim(w["alpha_upper"]))
-        else:
-            w["order"], w["claimed_beta"] = "d_prime_d", float(claim(w["beta_upper"]))
-        w["claim"] = claim.name
-        return w
+        return self._witness(objective)
+
+    def verdict(
+        self, claim: TradeoffCurve | None, deltas: Sequence[float] = DEFAULT_DELTAS
+    ) -> dict[str, Any]:
+        """Every number a report shows, and the verdict on ``claim``, as one family of tests.
+
+        The family holds ``m = len(deltas) + 1 (+ 1 with a claim)`` tests: the ``eps`` lower
+        bound at each ``delta`` in ``deltas``, the ``mu`` lower bound, and the claim's own test
+        (:meth:`violates`'s threshold, chosen to maximise the margin below the claimed curve).
+        The confidence is split by Bonferroni: each test is read exactly as
+        :meth:`epsilon_witness` / :meth:`mu_witness` read it, at confidence ``1 - gamma/m``
+        (the strategy spends that as it spends ``1 - gamma`` for a lone test).
+
+        The verdict is ``"violated"`` iff some test of the family refutes the claim ``f``:
+
+        - its certified point ``(alpha+, beta+)`` lies strictly below ``f`` in either order,
+          ``beta+ < f(alpha+)`` or ``alpha+ < f(beta+)``;
+        - or its ``eps`` bound at ``delta`` exceeds ``f.epsilon(delta)``, the claim's own
+          ``eps`` at that ``delta``;
+        - or (a ``mu``-GDP claim) its ``mu`` bound exceeds the claimed ``mu``.
+
+        **Consistency.** By construction, no ``eps`` bound of the family is above the claim's
+        ``eps`` at its ``delta``, and no ``mu`` bound above a GDP claim's ``mu``, when the
+        verdict is ``"consistent"``; so a report that shows the family's bounds (as
+        :func:`dpaudit.reports.build_record` does) never shows a certified bound beyond the
+        claim beside a consistent verdict.
+
+        **Validity.** Let ``E_i`` be the event that test ``i``'s two upper bounds hold,
+        ``alpha_i <= alpha+_i`` and ``beta_i <= beta+_i`` for the true errors of its threshold
+        test. The strategy guarantees ``P(not E_i) <= gamma/m`` at confidence ``1 - gamma/m``
+        (whatever the other tests do), so ``P(E_1 and ... and E_m) >= 1 - gamma`` (union
+        bound). Suppose the mechanism is ``f``-DP on this pair, i.e. every test has
+        ``beta >= f(alpha)`` and ``alpha >= f(beta)`` (``f`` is symmetric or both orders are
+        claimed, as in :func:`~dpaudit.audit.lower_bounds.violation_margin`). On the joint
+        event, since ``f`` is non-increasing, ``beta+_i >= beta_i >= f(alpha_i) >=
+        f(alpha+_i)`` and likewise in the other order: no point is below ``f``. ``f``-DP implies
+        ``(f.epsilon(delta), delta)``-DP (``f`` lies above that claim's curve), so each ``eps``
+        bound, valid on ``E_i``, is at most ``f.epsilon(delta)``; and ``f = G_mu`` gives
+        ``mu_i <= mu``. Hence a correct claim is reported violated with probability at most
+        ``gamma``: the verdict is a test at level ``gamma``, and every number of the family
+        holds simultaneously with probability at least ``1 - gamma``.
+
+        Returns a dict: ``verdict`` (``"violated"``, ``"consistent"``, or ``None`` without a
+        claim), ``witness`` (the refuting test's numbers, or ``None``), ``refuted_by`` (which
+        tests refute: ``"claim"``, ``"epsilon@<delta>"``, ``"mu"``), ``epsilon_lower_bounds`` and
+        ``epsilon_witnesses`` (keyed by ``repr(float(delta))``), ``mu_lower_bound``,
+        ``mu_witness``, and ``family``: ``{"tests", "gamma_per_test", "confidence_per_test",
+        "confidence", "method": "bonferroni"}``.
+        """
+        if claim is not None and not isinstance(claim, TradeoffCurve):
+            raise ValueError(f"claim must be a TradeoffCurve, got {type(claim).__name__}")
+        asked = list(dict.fromkeys(check_probability("delta", d, high_open=True) for d in deltas))
+        tests = len(asked) + 1 + (claim is not None)
+        gamma_each = self.gamma / tests
+        member = replace(self, confidence=1.0 - gamma_each)
+        eps_witnesses = {_float_key(d): member.epsilon_witness(d) for d in asked}
+        mu_witness = member.mu_witness()
+        out: dict[str, Any] = {
+            "verdict": None,
+            "witness": None,
+            "refuted_by": [],
+            "epsilon_lower_bounds": {k: w["epsilon"] for k, w in eps_witnesses.items()},
+            "epsilon_witnesses": eps_witnesses,
+            "mu_lower_bound": mu_witness["mu"],
+            "mu_witness": mu_witness,
+            "family": {
+                "tests": tests,
+                "gamma_per_test": gamma_each,
+                "confidence_per_test": 1.0 - gamma_each,
+                "confidence": self.confidence,
+                "method": "bonferroni",
+            },
+        }
+        if claim is None:
+            return out
+        named = [("claim", member._margin_witness(claim)), ("mu", mu_witness)]
+        named += [(f"epsilon@{d!r}", eps_witnesses[_float_key(d)]) for d in asked]
+        refuting = []
+        for label, w in named:
+            evidence = _refutation(claim, w)
+            if evidence is not None:
+                refuting.append((label, {**w, **evidence, "test": label}))
+        out["refuted_by"] = [label for label, _ in refuting]
+        out["verdict"] = "violated" if refuting else "consistent"
+        if refuting:
+            out["witness"] = max(refuting, key=lambda item: item[1]["margin"])[1]
+        return out
+
+    def violates(
+        self, claim: TradeoffCurve, deltas: Sequence[float] = DEFAULT_DELTAS
+    ) -> dict[str, Any] | None:
+        """Evidence that the mechanism is not ``claim``-DP, or ``None``.
+
+        The verdict of :meth:`verdict` (the claim's own test together with the ``eps`` bounds at
+        ``deltas`` and the ``mu`` bound, confidence split between them): ``None`` when it is
+        consistent, else the witness of the refuting test with the largest margin, holding
+        ``threshold``, ``alpha_upper``, ``beta_upper``, ``order`` (``"d_d_prime"``:
+        ``beta+ < f(alpha+)``; ``"d_prime_d"``: ``alpha+ < f(beta+)``), ``claimed_beta`` (``f`` at
+        the other error), ``margin``, ``test`` and ``claim``.
+        """
+        if not isinstance(claim, TradeoffCurve):
+            raise ValueError(f"claim must be a TradeoffCurve, got {type(claim).__name__}")
+        return self.verdict(claim, deltas)["witness"]
 
     # ------------------------------------------------------------------ estimates
     def delta_estimate(self, eps: float | np.ndarray) -> dict[str, Any]:
