@@ -5,12 +5,14 @@ each with true ``eps = 1``) and each ``n`` trials per dataset (with ``n // 4`` s
 per dataset), ``--seeds`` audits are run once and every strategy is read off the same counts (a
 strategy only post-processes counts). Printed per row, as medians of the certified ``eps`` at
 ``delta = --delta`` (95%): the default (``holdout``: two pessimisms, its reserve on small
-selection samples and its Bonferroni fallback included); the plain holdout (argmax of the
-predicted bound, one threshold, no reserve, no fallback) with the mild pessimism ``0.16`` alone
-and with the earlier default ``1e-3`` alone; Bonferroni; the ratio ``default / max(plain holdout
-1e-3, Bonferroni)`` (the earlier strategies); the same ratio including the mild plain holdout;
-and the perfect-attack ceiling of those sample sizes. A row is flagged when the first ratio is
-below 0.97 or the default certifies 0 where Bonferroni is positive.
+selection samples, its choice at the selection medians and its Bonferroni fallback included);
+the plain holdout (argmax of the predicted bound, one threshold at ``gamma/2`` per bound, no
+reserve, no fallback: the first threshold when nothing is predicted positive) with the mild
+pessimism ``0.16`` alone and with the earlier default ``1e-3`` alone; Bonferroni; the ratio
+``default / max(plain holdout 1e-3, Bonferroni)`` (the earlier strategies); the same ratio
+including the mild plain holdout; and the perfect-attack ceiling of those sample sizes. A row is
+flagged when the first ratio is below 0.97 or the default certifies 0 where Bonferroni is
+positive.
 
     python bench/bench_strategies.py --quick     # n up to 1e4 (a few seconds)
     python bench/bench_strategies.py             # n = 1e2 .. 1e6, 20 seeds

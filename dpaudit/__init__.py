@@ -10,7 +10,9 @@ from importlib.metadata import PackageNotFoundError, version
 from dpaudit import attacks, bounds, mechanisms
 from dpaudit.audit.accountant import audit_accountant
 from dpaudit.audit.engine import audit as _audit_function
+from dpaudit.audit.one_run import OneRunResult, audit_one_run, simulate_one_run
 from dpaudit.audit.result import AuditResult
+from dpaudit.audit.scores import audit_scores
 
 # ``dpaudit.audit`` is the function. The sub-package of the same name stays importable through
 # sys.modules with ``from dpaudit.audit.<module> import <name>`` (not ``import ... as``, which
@@ -38,6 +40,10 @@ __all__ = [
     "attacks",
     "audit",
     "audit_accountant",
+    "audit_one_run",
+    "audit_scores",
+    "OneRunResult",
+    "simulate_one_run",
     "bounds",
     "mechanisms",
     "reports",

@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from dpaudit import reports, specs
+from dpaudit import reports, scores_command, specs
 from dpaudit.audit import backends
 from dpaudit.mechanisms.base import METHOD_KINDS
 
@@ -125,6 +125,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="exit 3 when an audit does not reach its expected verdict (default: on)",
     )
     run.set_defaults(func=_cmd_run)
+
+    scores_command.add_parser(sub, scores_command.run)
 
     report = sub.add_parser("report", help="draw a report again from results.json")
     report.add_argument("results", type=Path, help="results.json, or a report directory")

@@ -719,7 +719,7 @@ AUDIT_KEYS: dict[str, Param] = {
     "selection_trials": Param("integer", False, None, "trials per dataset to select on"),
     "claim": Param("table", False, None, "{ kind = ... }; default: the mechanism's accountant"),
     "deltas": Param("non-empty array of numbers", False, (1e-5,), "delta values to report"),
-    "n_jobs": Param("integer", False, 1, "parallel workers (-1: all cores)"),
+    "n_jobs": Param("integer", False, None, "parallel workers (-1: all cores; default: automatic)"),
     "expect": Param("string", False, "consistent", "the verdict the audit is meant to reach"),
 }
 
@@ -751,7 +751,7 @@ class AuditSpec:
     threshold: float | None = None
     selection_trials: int | None = None
     deltas: tuple[float, ...] = (1e-5,)
-    n_jobs: int = 1
+    n_jobs: int | None = None
     expect: str = "consistent"
     description: str = ""
     table: dict[str, Any] = field(default_factory=dict, compare=False)
@@ -830,7 +830,9 @@ def _parse_audit(table: object, index: int, source: str, names: set[str]) -> Aud
     trials = check("trials", check_integer, minimum=1)
     seed = check("seed", check_integer, minimum=0)
     confidence = check("confidence", check_probability, low_open=True, high_open=True)
-    n_jobs = _call(ctx, "n_jobs", _check_n_jobs, values["n_jobs"])
+    n_jobs = (
+        None if values["n_jobs"] is None else _call(ctx, "n_jobs", _check_n_jobs, values["n_jobs"])
+    )
     expect = check("expect", check_choice, VERDICTS)
     strategy = check("strategy", check_choice, STRATEGIES)
     if (strategy == "fixed") != (values["threshold"] is not None):

@@ -44,6 +44,7 @@ from tqdm import tqdm
 from dpaudit.attacks.base import Attack
 from dpaudit.attacks.delta_leak import DeltaLeak
 from dpaudit.attacks.likelihood_ratio import LikelihoodRatio
+from dpaudit.audit.backends import on_dask, single_threaded
 from dpaudit.audit.grid import ScoreGrid
 from dpaudit.audit.privacy_loss import PrivacyLossStatistics
 from dpaudit.audit.result import AuditResult
@@ -295,8 +296,9 @@ def _tallies(
     """The tallies of ``batches[start:]`` in batch order: stored ones loaded, the others run
     (and stored as soon as they are finished)."""
     pending = [b for b in batches[start:] if (b[0], b[1]) not in finished]
+    run = single_threaded(_run_batch) if on_dask() else _run_batch
     with Parallel(n_jobs=n_jobs, return_as="generator") as parallel:
-        results = parallel(delayed(_run_batch)(job, *batch) for batch in pending)
+        results = parallel(delayed(run)(job, *batch) for batch in pending)
         for index in range(start, len(batches)):
             stream, first = batches[index][:2]
             if (stream, first) in finished:
