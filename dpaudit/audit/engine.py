@@ -89,8 +89,8 @@ _BATCHES_PER_STREAM = 8
 #: The outputs an audit draws besides its selection and evaluation trials (shape probe, fit,
 #: pilot and a learning attack's extra training outputs) are at most this fraction of the
 #: selection + evaluation trials, per dataset: a mechanism is run at most
-#: ``(1 + OVERHEAD) * (trials + selection_trials)`` times per dataset on average over the two
-#: datasets (the two-output shape probe included), which matters when every output is a call into
+#: ``(1 + OVERHEAD) * (trials + selection_trials)`` times per dataset, plus a two-output shape
+#: probe, which matters when every output is a call into
 #: foreign code.
 OVERHEAD = 0.5
 
@@ -328,13 +328,12 @@ def _same_pair(a: NeighbouringPair, b: NeighbouringPair) -> bool:
 
 def overhead_budget(trials: int, selection_trials: int, learns: bool = True) -> dict[str, int]:
     """Outputs per dataset an audit draws besides its trials, together at most
-    ``OVERHEAD * (trials + selection_trials) - 1`` (one output per dataset is the shape
-    probe's): ``fit`` (learning attacks only; at most half of that), ``pilot`` (the score grid;
-    a quarter for learning attacks, else all of it) and ``training`` (the rest: the most extra
-    training outputs a learning attack may draw). Each is also at most the selection sample,
-    and ``fit``/``pilot`` at most ``FIT_TRIALS`` / ``PILOT_TRIALS``."""
-    # the two-output shape probe (under D only) takes one output per dataset of the budget
-    total = max(4, int(OVERHEAD * (trials + selection_trials)) - 1)
+    ``OVERHEAD * (trials + selection_trials)`` (plus the two-output shape probe): ``fit``
+    (learning attacks only; at most half of that), ``pilot`` (the score grid; a quarter for
+    learning attacks, else all of it) and ``training`` (the rest: the most extra training
+    outputs a learning attack may draw). Each is also at most the selection sample, and
+    ``fit``/``pilot`` at most ``FIT_TRIALS`` / ``PILOT_TRIALS``."""
+    total = max(4, int(OVERHEAD * (trials + selection_trials)))
     if not learns:
         return {"fit": 0, "pilot": min(selection_trials, PILOT_TRIALS, total), "training": 0}
     fit = min(selection_trials, FIT_TRIALS, max(2, total // 2))

@@ -11,7 +11,7 @@ the foreign code; it is kept to a single list comprehension. Code that can draw 
 once is called as ``fn(dataset, size, rng)`` once per chunk: declared with ``vectorised=True``,
 or detected from its signature (a parameter named ``size``) when ``vectorised`` is not given.
 An audit runs the function at most ``2 * 1.5 * (trials + selection_trials)`` times in all,
-its two-output shape probe included (:data:`dpaudit.audit.engine.OVERHEAD`), and its result says
+plus a two-output shape probe (:data:`dpaudit.audit.engine.OVERHEAD`), and its result says
 where the outputs went (``result.metadata["random"]["outputs_per_dataset"]``).
 
 The randomness comes from the ``numpy.random.Generator`` the engine hands to every chunk, so an
