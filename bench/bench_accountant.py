@@ -56,7 +56,7 @@ def best_time(fn, repeats: int):
 
 
 def run_dpaudit(sigma: float) -> tuple[float, float]:
-    composed = pld.poisson_subsampled_gaussian(sigma, Q).self_compose(STEPS)
+    composed = pld.poisson_subsampled_gaussian(sigma, rate=Q).self_compose(STEPS)
     return composed.epsilon(DELTA), composed.epsilon(DELTA, "lower")
 
 
@@ -89,7 +89,7 @@ def main() -> None:
     for sigma in SIGMAS:
         r = ref[sigma]
         seconds, (upper, lower) = best_time(lambda s=sigma: run_dpaudit(s), args.repeats)
-        label = f"dpaudit (step {pld.poisson_subsampled_gaussian(sigma, Q).step:.2g})"
+        label = f"dpaudit (step {pld.poisson_subsampled_gaussian(sigma, rate=Q).step:.2g})"
         print(f"{sigma:>5}  {label:<28} {upper:>10.6f} {(upper - r) / r:>+11.2e} {seconds:>8.2f}")
         print(
             f"{'':>5}  {'  bracket [lower, upper]':<28} [{lower:.6f}, {upper:.6f}] "

@@ -15,7 +15,8 @@ A spec file holds one or more ``[[audit]]`` tables::
 Keys of an ``[[audit]]`` table (see :data:`AUDIT_KEYS`): ``name`` (required, unique in the file),
 ``description``, ``mechanism`` (required; a table with ``kind``), ``pair`` (``d``, ``d_prime``,
 ``relation``, ``description``; default: the mechanism's worst-case pair), ``attack`` (a table with
-``kind``; default ``likelihood_ratio``), ``trials`` (required, per dataset), ``seed``,
+``kind``; default ``likelihood_ratio``, or ``delta_leak`` for mechanisms without a density such as
+black boxes), ``trials`` (required, per dataset), ``seed``,
 ``confidence``, ``strategy``, ``threshold``, ``selection_trials``, ``claim`` (a table with
 ``kind``; default: the mechanism's own tightest valid accountant), ``deltas`` (the delta values at
 which epsilon is reported), ``n_jobs`` and ``expect`` (``"consistent"`` or ``"violated"``: the
@@ -601,7 +602,12 @@ register_mechanism(
         "callable": Param("string", help="'package.module:function', fn(dataset, rng) -> output"),
         "dataset": Param("array", False, None, "D, handed to the function"),
         "neighbour": Param("array", False, None, "D_prime, handed to the function"),
-        "vectorised": Param("boolean", False, False, "call fn(dataset, size, rng) once per chunk"),
+        "vectorised": Param(
+            "boolean",
+            False,
+            None,
+            "call fn(dataset, size, rng) once per chunk (default: when fn has a 'size' parameter)",
+        ),
         "relation": Param("string", False, None, "'add_remove' or 'replace_one' (default: sizes)"),
         "params": Param("table", False, None, "the callable is a factory: factory(**params)"),
         "name": Param("string", False, None, "label in results"),
@@ -659,6 +665,19 @@ register_attack(
     "log-likelihood ratio learned from independent training outputs (foreign code)",
 )
 
+register_attack(
+    "delta_leak",
+    lambda mechanism, pair, train_trials, min_count, seed: attacks.DeltaLeak(
+        mechanism=mechanism, pair=pair, train_trials=train_trials, min_count=min_count, seed=seed
+    ),
+    {
+        "train_trials": Param("integer", False, 2**17, "extra training outputs per dataset"),
+        "min_count": Param("integer", False, 2, "occurrences that make an exact output an event"),
+        "seed": Param("integer", False, 0, "seed of the training outputs and of the CV splits"),
+    },
+    "learned score plus tests on exact output events (the default for black boxes)",
+)
+
 register_claim(
     "approx_dp",
     lambda mechanism, eps, delta: approx_dp(eps, delta),
@@ -687,7 +706,12 @@ AUDIT_KEYS: dict[str, Param] = {
     "description": Param("string", False, "", "free text shown in the report"),
     "mechanism": Param("table", help="the mechanism audited: { kind = ..., ... }"),
     "pair": Param("table", False, None, "{ d, d_prime, relation }; default: worst case"),
-    "attack": Param("table", False, None, "{ kind = ... }; default: likelihood_ratio"),
+    "attack": Param(
+        "table",
+        False,
+        None,
+        "{ kind = ... }; default: likelihood_ratio, or delta_leak without a density",
+    ),
     "trials": Param("integer", help="Monte Carlo trials per dataset"),
     "seed": Param("integer", False, 0, "root seed of the trials"),
     "confidence": Param("number", False, 0.95, "confidence level of the bounds"),
@@ -719,7 +743,7 @@ class AuditSpec:
     name: str
     mechanism: Mechanism
     pair: NeighbouringPair
-    attack: Attack
+    attack: Attack | None
     claim: TradeoffCurve | None
     trials: int
     seed: int = 0
@@ -828,22 +852,24 @@ def _parse_audit(table: object, index: int, source: str, names: set[str]) -> Aud
         p = _read_table(values["pair"], _PAIR_KEYS, ctx, "pair.")
         pair = _call(ctx, "pair", NeighbouringPair, **p)
 
-    attack_table = (
-        values["attack"] if values["attack"] is not None else {"kind": "likelihood_ratio"}
-    )
-    attack_kind = _kind_of(attack_table, ATTACK_KINDS, ctx, "attack")
-    attack_spec = ATTACK_KINDS[attack_kind]
-    attack_values = _read_table(
-        attack_table,
-        attack_spec.params,
-        ctx,
-        "attack.",
-        ignore=("kind",),
-        what=f" for kind {attack_kind!r}",
-    )
-    attack = _call(
-        ctx, f"attack ({attack_kind})", attack_spec.build, mechanism, pair, **attack_values
-    )
+    attack_table = values["attack"]
+    if attack_table is None and type(mechanism).log_density is not Mechanism.log_density:
+        attack_table = {"kind": "likelihood_ratio"}
+    attack: Attack | None = None
+    if attack_table is not None:
+        attack_kind = _kind_of(attack_table, ATTACK_KINDS, ctx, "attack")
+        attack_spec = ATTACK_KINDS[attack_kind]
+        attack_values = _read_table(
+            attack_table,
+            attack_spec.params,
+            ctx,
+            "attack.",
+            ignore=("kind",),
+            what=f" for kind {attack_kind!r}",
+        )
+        attack = _call(
+            ctx, f"attack ({attack_kind})", attack_spec.build, mechanism, pair, **attack_values
+        )
     if values["pair"] is None and isinstance(getattr(attack, "pair", None), NeighbouringPair):
         # An attack that plays a game on its own pair (tracing) defines the pair audited.
         pair = attack.pair

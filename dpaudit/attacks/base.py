@@ -32,6 +32,16 @@ class Attack(ABC):
         """Learn from selection outputs under ``D`` and ``D_prime``; a no-op for fixed attacks."""
         return self
 
+    def limit_training(self, outputs: int) -> None:
+        """Draw at most ``outputs`` extra training outputs per dataset in :meth:`fit` (the
+        engine's budget of calls to the mechanism); a no-op for attacks that draw none."""
+        return None
+
+    @property
+    def extra_outputs(self) -> int:
+        """Extra outputs per dataset the attack drew from the mechanism in :meth:`fit`."""
+        return 0
+
     def params(self) -> dict[str, Any]:
         """The attack's parameters, JSON-ready."""
         return {}

@@ -562,6 +562,7 @@ class Learned(Attack):
         self.mechanism = mechanism
         self.pair = pair
         self.train_trials = check_integer("train_trials", train_trials, minimum=0)
+        self.training_limit: int | None = None
         if features is not None and not callable(features):
             raise ValueError(f"features must be None or a callable, got {type(features).__name__}")
         self.features = features
@@ -620,9 +621,11 @@ class Learned(Attack):
         y0 = self._transform(outputs_d, "outputs_d")
         y1 = self._transform(outputs_d_prime, "outputs_d_prime")
         extra = 0
-        if self.mechanism is not None and self.train_trials > 0:
+        if self.mechanism is not None and self.train_trials > 0 and self.training_limit != 0:
             # at most _TRAIN_MAX_VALUES output values per dataset (memory), never fewer than 1024
             extra = min(self.train_trials, max(1024, _TRAIN_MAX_VALUES // max(y0.shape[1], 1)))
+            if self.training_limit is not None:
+                extra = min(extra, self.training_limit)
             rng = np.random.default_rng(np.random.SeedSequence([self.seed, _TRAIN_TAG]))
             more0 = self.mechanism.sample(self.pair.d, extra, rng)
             more1 = self.mechanism.sample(self.pair.d_prime, extra, rng)
@@ -679,6 +682,15 @@ class Learned(Attack):
         }
         self.width = width
         return self
+
+    def limit_training(self, outputs: int) -> None:
+        """Draw at most ``outputs`` extra training outputs per dataset (the engine's budget)."""
+        self.training_limit = check_integer("outputs", outputs, minimum=0)
+
+    @property
+    def extra_outputs(self) -> int:
+        """Extra training outputs per dataset drawn in the last :meth:`fit`."""
+        return int(self.training.get("extra", 0))
 
     def score(self, outputs: np.ndarray) -> np.ndarray:
         """The learned ``log q(y)/p(y)`` of every output (axis 0 = trials), shape ``(size,)``."""

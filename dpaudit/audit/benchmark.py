@@ -13,8 +13,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from dpaudit._core.validation import check_integer
+from dpaudit.attacks.delta_leak import DeltaLeak
 from dpaudit.attacks.learned import Learned
 from dpaudit.audit.engine import audit
+from dpaudit.bounds import approx_dp
 from dpaudit.mechanisms.flawed import FLAWED, PUBLISHED, claimed_curve, flawed
 
 __all__ = ["format_benchmark", "run_benchmark", "summarize_benchmark"]
@@ -87,13 +89,17 @@ def run_benchmark(
 
     Returns a ``pandas.DataFrame`` with one row per mechanism: ``name``, ``correct``,
     ``claimed_epsilon``, ``true_lower`` / ``true_upper`` (the proven bounds), ``certified`` (the
-    ``eps`` lower bound at ``delta = 0``), ``flagged`` (the audit refutes the claim; both from
-    one :meth:`~dpaudit.AuditResult.verdict` family of three tests sharing the stated
-    confidence), ``published`` and ``published_source`` (:data:`PUBLISHED`), ``attack`` (the
-    estimator the learned attack chose), ``trials`` and ``seconds``. ``trials_for`` overrides the
-    number of trials per mechanism. The attack learns from the engine's fit sample plus
-    ``train_trials`` outputs per dataset drawn independently of the audit
-    (:class:`~dpaudit.attacks.learned.Learned`).
+    ``eps`` lower bound at the claimed ``delta``, ``0`` except for the delta-leak block),
+    ``flagged`` (the audit refutes the claim; both from one :meth:`~dpaudit.AuditResult.verdict`
+    family of tests sharing the stated confidence), ``published`` and ``published_source``
+    (:data:`~dpaudit.mechanisms.flawed.PUBLISHED`), ``attack`` (the estimator the learned attack
+    chose), ``trials`` and ``seconds``. ``trials_for`` overrides the number of trials per
+    mechanism; a mechanism's
+    :attr:`~dpaudit.mechanisms.flawed.FlawedMechanism.benchmark_train_trials` raises
+    ``train_trials`` for its row. The attack is :class:`~dpaudit.attacks.DeltaLeak`: a learned
+    score (:class:`~dpaudit.attacks.learned.Learned`, with the mechanism's distinguishing
+    statistic when it has one) plus exact-output events, learned from the engine's fit sample
+    plus ``train_trials`` outputs per dataset drawn independently of the audit.
     """
     import pandas as pd
 
@@ -109,12 +115,12 @@ def run_benchmark(
         pair = mechanism.worst_case_pair()
         n = check_integer(f"trials_for[{name!r}]", overrides.get(name, trials), minimum=1)
         started = time.perf_counter()
-        attack = Learned(
-            features=mechanism.features(pair),
-            seed=seed,
+        attack = DeltaLeak(
+            Learned(features=mechanism.features(pair), seed=seed),
             mechanism=mechanism,
             pair=pair,
-            train_trials=train_trials,
+            train_trials=max(train_trials, mechanism.benchmark_train_trials),
+            seed=seed,
         )
         result = audit(
             mechanism,
@@ -128,8 +134,14 @@ def run_benchmark(
         )
         lower, upper = mechanism.epsilon_bounds()
         published = PUBLISHED.get(name)
+        delta = getattr(mechanism, "claimed_delta", 0.0)
+        claim = (
+            approx_dp(mechanism.claimed_epsilon, delta)
+            if delta
+            else claimed_curve(mechanism.claimed_epsilon)
+        )
         # One family: the certified bound and the verdict never disagree.
-        family = result.verdict(claimed_curve(mechanism.claimed_epsilon), (0.0,))
+        family = result.verdict(claim, (delta,))
         rows.append(
             {
                 "name": name,
@@ -137,7 +149,7 @@ def run_benchmark(
                 "claimed_epsilon": mechanism.claimed_epsilon,
                 "true_lower": lower,
                 "true_upper": upper,
-                "certified": family["epsilon_lower_bounds"]["0.0"],
+                "certified": family["epsilon_lower_bounds"][repr(float(delta))],
                 "flagged": family["verdict"] == "violated",
                 "published": None if published is None else published[0],
                 "published_source": None if published is None else published[1],

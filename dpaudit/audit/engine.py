@@ -46,8 +46,8 @@ from dpaudit._core.streams import STREAMS as _ALL_STREAMS
 from dpaudit._core.streams import chunk_generator
 from dpaudit._core.validation import check_choice, check_integer, check_probability
 from dpaudit.attacks.base import Attack
+from dpaudit.attacks.delta_leak import DeltaLeak
 from dpaudit.attacks.likelihood_ratio import LikelihoodRatio
-from dpaudit.attacks.threshold import Threshold
 from dpaudit.audit.backends import on_dask, single_threaded
 from dpaudit.audit.grid import ScoreGrid
 from dpaudit.audit.privacy_loss import PrivacyLossStatistics
@@ -65,6 +65,8 @@ __all__ = [
     "PILOT_TRIALS",
     "FIT_TRIALS",
     "WORKER_RETRIES",
+    "OVERHEAD",
+    "overhead_budget",
     "AUTO_PARALLEL_SECONDS",
     "auto_n_jobs",
 ]
@@ -89,6 +91,14 @@ _MIN_CHUNK, _MAX_CHUNK = 64, 2**15
 #: number of batches a stream is cut into when it is smaller than that allows.
 _BATCH_VALUES = 2**21
 _BATCHES_PER_STREAM = 8
+
+#: The outputs an audit draws besides its selection and evaluation trials (shape probe, fit,
+#: pilot and a learning attack's extra training outputs) are at most this fraction of the
+#: selection + evaluation trials, per dataset: a mechanism is run at most
+#: ``(1 + OVERHEAD) * (trials + selection_trials)`` times per dataset, plus a two-output shape
+#: probe, which matters when every output is a call into
+#: foreign code.
+OVERHEAD = 0.5
 
 #: How often the batches of an audit are started again after a worker process died.
 WORKER_RETRIES = 3
@@ -316,18 +326,31 @@ def _same_pair(a: NeighbouringPair, b: NeighbouringPair) -> bool:
     )
 
 
-def _default_attack(mechanism: Any, pair: NeighbouringPair, probe: np.ndarray) -> Attack:
-    """Likelihood ratio when the mechanism knows its density, else the scalar output."""
+def overhead_budget(trials: int, selection_trials: int, learns: bool = True) -> dict[str, int]:
+    """Outputs per dataset an audit draws besides its trials, together at most
+    ``OVERHEAD * (trials + selection_trials)`` (plus the two-output shape probe): ``fit``
+    (learning attacks only; at most half of that), ``pilot`` (the score grid; a quarter for
+    learning attacks, else all of it) and ``training`` (the rest: the most extra training
+    outputs a learning attack may draw). Each is also at most the selection sample, and
+    ``fit``/``pilot`` at most ``FIT_TRIALS`` / ``PILOT_TRIALS``."""
+    total = max(4, int(OVERHEAD * (trials + selection_trials)))
+    if not learns:
+        return {"fit": 0, "pilot": min(selection_trials, PILOT_TRIALS, total), "training": 0}
+    fit = min(selection_trials, FIT_TRIALS, max(2, total // 2))
+    pilot = min(selection_trials, PILOT_TRIALS, max(2, total // 4))
+    return {"fit": fit, "pilot": pilot, "training": max(0, total - fit - pilot)}
+
+
+def _default_attack(
+    mechanism: Any, pair: NeighbouringPair, probe: np.ndarray, training: int
+) -> Attack:
+    """Likelihood ratio when the mechanism knows its density, else the strongest generic
+    attack: :class:`~dpaudit.attacks.DeltaLeak` (a learned score plus exact-output events),
+    trained on the fit sample and at most ``training`` extra outputs per dataset."""
     try:
         mechanism.log_density(pair.d, probe)
     except (NotImplementedError, AttributeError):
-        values = int(np.prod(np.shape(probe)[1:], dtype=np.int64))
-        if values != 1:
-            raise ValueError(
-                f"{getattr(mechanism, 'name', type(mechanism).__name__)} has no log_density and "
-                "vector outputs: pass an attack (e.g. Threshold(projection=...))"
-            ) from None
-        return Threshold()
+        return DeltaLeak(mechanism=mechanism, pair=pair, train_trials=min(training, 2**17))
     return LikelihoodRatio(mechanism, pair)
 
 
@@ -372,7 +395,9 @@ def audit(
         (e.g. :class:`~dpaudit.attacks.LikelihoodRatio`), else ``mechanism.worst_case_pair()``.
     attack:
         The score; defaults to :class:`~dpaudit.attacks.LikelihoodRatio` when the mechanism knows
-        its density, else :class:`~dpaudit.attacks.Threshold` on scalar outputs.
+        its density, else :class:`~dpaudit.attacks.DeltaLeak` (a learned score plus tests on
+        exact output events, for outputs of any shape); ``result.metadata["attack"]["default"]``
+        says whether the default was used.
     trials:
         Evaluation runs on **each** dataset.
     seed:
@@ -385,8 +410,11 @@ def audit(
         The threshold(s) for ``strategy="fixed"`` (test "D_prime iff score > threshold").
     selection_trials:
         Selection runs per dataset, drawn in addition to ``trials``; default
-        ``max(trials // 4, 10_000)``. The pilot (grid) and fit samples are at most
-        ``min(selection_trials, 2^16)`` and ``min(selection_trials, 2^15)`` more.
+        ``max(trials // 4, 10_000)``. The pilot (grid) and fit samples and a learning attack's
+        extra training outputs are more, together at most ``OVERHEAD = 0.5`` times
+        ``trials + selection_trials`` (:func:`overhead_budget`);
+        ``result.metadata["random"]["outputs_per_dataset"]`` says how many outputs per dataset
+        went where (``probe``: under ``D`` only).
     n_jobs:
         Workers for ``joblib.Parallel`` (``-1``: all cores). ``None`` (default): this process
         for audits the pilot predicts to be short, every core otherwise (:func:`auto_n_jobs`).
@@ -451,13 +479,17 @@ def audit(
     if chunk_size is None:
         chunk_size = default_chunk_size(values_per_output)
     chunk_size = check_integer("chunk_size", chunk_size, minimum=1)
+    default = attack is None
     if attack is None:
-        attack = _default_attack(mechanism, pair, probe)
+        training = overhead_budget(trials, selection_trials)["training"]
+        attack = _default_attack(mechanism, pair, probe, training)
     if not isinstance(attack, Attack):
         raise ValueError(f"attack must be a dpaudit Attack, got {type(attack).__name__}")
+    budget = overhead_budget(trials, selection_trials, attack.learns)
 
-    fit_trials = min(selection_trials, FIT_TRIALS) if attack.learns else 0
+    fit_trials = budget["fit"] if attack.learns else 0
     if attack.learns:
+        attack.limit_training(budget["training"])
         rng = chunk_generator(seed, "fit", 0)
         fitted = attack.fit(
             mechanism.sample(pair.d, fit_trials, rng),
@@ -470,7 +502,7 @@ def audit(
         and _same_pair(getattr(attack, "pair", pair), pair)
     )
 
-    pilot_trials = min(selection_trials, PILOT_TRIALS)
+    pilot_trials = budget["pilot"]
     pilot_grid = ScoreGrid("discrete", np.zeros(1))
     pilot_job = _Job(
         mechanism, pair, attack, pilot_grid, seed, chunk_size, False, None, output_shape
@@ -561,6 +593,16 @@ def audit(
         fn_sorted = np.cumsum(h1)[:-1]
         rank = np.argsort(np.argsort(fixed))
         fixed_counts = np.stack([fp_sorted[rank], fn_sorted[rank]])
+    metadata = audit_metadata(mechanism, pair, attack, exact)
+    metadata["attack"]["default"] = default
+    metadata["random"]["outputs_per_dataset"] = {
+        "probe": int(probe.shape[0]),
+        "fit": fit_trials,
+        "training": int(attack.extra_outputs),
+        "pilot": pilot_trials,
+        "selection": selection_trials,
+        "evaluation": trials,
+    }
     return AuditResult(
         mechanism=mechanism,
         pair=pair,
@@ -581,5 +623,5 @@ def audit(
         fixed_thresholds=fixed,
         fixed_counts=fixed_counts,
         chunk_size=chunk_size,
-        metadata=audit_metadata(mechanism, pair, attack, exact),
+        metadata=metadata,
     )

@@ -166,7 +166,7 @@ def fdp_rejects(m: int, k: int, c: int, curve: TradeoffCurve, gamma: float) -> b
 
 
 def _dpsgd_curve(sigma: float, rate: float, steps: int) -> Any:
-    return poisson_subsampled_gaussian(sigma, rate).self_compose(steps)
+    return poisson_subsampled_gaussian(sigma, rate=rate).self_compose(steps)
 
 
 def subsampled_gaussian_sigma(

@@ -248,7 +248,11 @@ def search_pairs(
         :func:`answer_pairs`).
     attack:
         ``attack(pair) -> Attack`` builds a fresh attack for each pair (learning attacks must not
-        be shared between pairs); ``None``: the engine's default attack.
+        be shared between pairs); ``None``: the engine's default attack, a fresh one per audit
+        (the likelihood ratio when the mechanism knows its density, else
+        :class:`~dpaudit.attacks.DeltaLeak`, which learns from each audit's own fit sample in
+        which direction the pair moves the output, so pairs that move it down are seen as well
+        as pairs that move it up, at no cost to the bounds).
     trials, pilot_trials:
         Evaluation trials per dataset of each final audit and of each pilot.
     pilot_confidence:

@@ -5,13 +5,19 @@ Every object here can produce a trade-off curve (``.tradeoff()``) and a privacy 
 
     dpaudit.bounds.gdp(1.0)(alpha)             # mu-GDP trade-off curve
     dpaudit.bounds.approx_dp(1.0, 1e-5)(alpha) # (eps, delta)-DP trade-off curve
-    dpaudit.bounds.pld.poisson_subsampled_gaussian(1.1, 0.01).self_compose(1000).epsilon(1e-5)
+    dpaudit.bounds.pld.poisson_subsampled_gaussian(1.1, rate=0.01).self_compose(1000).epsilon(1e-5)
 
 The sub-modules are ``tradeoff``, ``gdp``, ``pld``, ``rdp`` and ``composition``. The name
 ``dpaudit.bounds.gdp`` is the module and, called, the curve constructor ``gdp(mu)`` (a callable
 module, :class:`dpaudit._core.modules.CallableModule`), so ``from dpaudit.bounds import gdp`` and
 ``import dpaudit.bounds.gdp`` give the same object. This package imports nothing of dpaudit but
 the plumbing in :mod:`dpaudit._core`.
+
+Argument order: every function takes the mechanism's own parameters first (noise scale,
+``sensitivity``, probability vectors, a base RDP curve) and the sampling ``rate`` as a
+keyword-only argument (``rdp_poisson_subsampled_gaussian(sigma, rate=q)``,
+``pld.poisson_subsampled_gaussian(sigma, rate=q)``), so that the two numbers can never be swapped
+silently.
 """
 
 from dpaudit.bounds import composition, gdp, pld, rdp, tradeoff

@@ -1190,7 +1190,7 @@ def laplace(scale: float, sensitivity: float = 1.0, *, step: float | None = None
 
 
 def poisson_subsampled_gaussian(
-    sigma: float, rate: float, sensitivity: float = 1.0, *, step: float | None = None
+    sigma: float, *, rate: float, sensitivity: float = 1.0, step: float | None = None
 ) -> PLD:
     """PLD of the Poisson-subsampled Gaussian mechanism (one step of DP-SGD), both orders.
 
@@ -1231,7 +1231,7 @@ def poisson_subsampled_gaussian(
 
 
 def poisson_subsampled_laplace(
-    scale: float, rate: float, sensitivity: float = 1.0, *, step: float | None = None
+    scale: float, *, rate: float, sensitivity: float = 1.0, step: float | None = None
 ) -> PLD:
     """PLD of the Poisson-subsampled Laplace mechanism, both orders.
 
@@ -1381,7 +1381,7 @@ def discrete(p: np.ndarray, q: np.ndarray, *, step: float | None = None) -> PLD:
 
 
 def poisson_subsampled_discrete(
-    p: np.ndarray, p_prime: np.ndarray, rate: float, *, step: float | None = None
+    p: np.ndarray, p_prime: np.ndarray, *, rate: float, step: float | None = None
 ) -> PLD:
     """PLD of ``P = p`` against ``Q = (1 - rate) p + rate p_prime`` (Poisson subsampling under
     add/remove), both orders. The same pair dominates sampling ``m`` of ``n`` without

@@ -605,10 +605,10 @@ def _fractional_log_excess(q: float, sigma: float, alpha: np.ndarray, series: st
 
 
 def rdp_poisson_subsampled_gaussian(
-    rate: float,
     sigma: float,
-    orders: object = DEFAULT_ORDERS,
     *,
+    rate: float,
+    orders: object = DEFAULT_ORDERS,
     series: str = "signed",
 ) -> RDPCurve:
     """RDP of the Poisson-subsampled Gaussian mechanism (Mironov, Talwar & Zhang 2019, "Rényi
@@ -659,8 +659,9 @@ def rdp_poisson_subsampled_gaussian(
 
 
 def rdp_poisson_subsampled(
-    rate: float,
     base_rdp: Callable[[float], float],
+    *,
+    rate: float,
     orders: object = DEFAULT_INTEGER_ORDERS,
 ) -> RDPCurve:
     """RDP of a Poisson-subsampled mechanism from the RDP curve of the base mechanism, integer

@@ -5,7 +5,8 @@ Reference mechanisms know their exact output density (``log_density``) and their
 
 - :class:`Gaussian`, :class:`Laplace`: noisy sum queries over clipped records (``add_remove``).
 - :class:`RandomizedResponse`: k-ary randomized response per record (``replace_one``).
-- :class:`PoissonSubsampled`, :class:`FixedSizeSubsampled`: a noisy sum query on a random subset.
+- :class:`PoissonSubsampled`, :class:`FixedSizeSubsampled`: any mechanism on a random subset
+  (records left out are dropped from a sum, or replaced by a reference record).
 - :class:`Composed`: independent runs of one or several mechanisms on the same dataset.
 """
 

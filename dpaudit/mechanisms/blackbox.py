@@ -8,7 +8,11 @@ same ``k`` on every call, no NaN, no infinities, with an error that names the me
 Foreign code usually draws one output per call, so the default path calls ``fn`` once per trial.
 That loop is the one per-trial Python loop in dpaudit, and it cannot be avoided without changing
 the foreign code; it is kept to a single list comprehension. Code that can draw many outputs at
-once passes ``vectorised=True`` and is called as ``fn(dataset, size, rng)`` once per chunk.
+once is called as ``fn(dataset, size, rng)`` once per chunk: declared with ``vectorised=True``,
+or detected from its signature (a parameter named ``size``) when ``vectorised`` is not given.
+An audit runs the function at most ``2 * 1.5 * (trials + selection_trials)`` times in all,
+plus a two-output shape probe (:data:`dpaudit.audit.engine.OVERHEAD`), and its result says
+where the outputs went (``result.metadata["random"]["outputs_per_dataset"]``).
 
 The randomness comes from the ``numpy.random.Generator`` the engine hands to every chunk, so an
 audit is reproducible exactly when ``fn`` draws all its randomness from ``rng``. Foreign code with
@@ -30,6 +34,7 @@ lies there (no ``PYTHONPATH`` needed, and ``sys.path`` is left as it was); with
 from __future__ import annotations
 
 import importlib
+import inspect
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -120,6 +125,14 @@ def _callable_name(fn: Callable[..., Any]) -> str:
     return f"{module}:{name}" if module else name
 
 
+def _takes_size(fn: Callable[..., Any]) -> bool:
+    """Whether ``fn`` has a parameter named ``size`` (then it draws many outputs per call)."""
+    try:
+        return "size" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 class BlackBox(Mechanism):
     """A mechanism given only as a release function.
 
@@ -134,7 +147,8 @@ class BlackBox(Mechanism):
         ``approx_dp(1.0, 1e-6)``) or any :class:`~dpaudit.mechanisms.base.PrivacyProfile`. It
         becomes the theory ``method="claim"``; ``None``: no theory.
     vectorised:
-        Call ``fn(dataset, size, rng)`` once per chunk instead of once per trial.
+        Call ``fn(dataset, size, rng)`` once per chunk instead of once per trial. ``None``
+        (default): yes when ``fn`` has a parameter named ``size``.
     dataset, neighbour:
         The neighbouring pair returned by :meth:`worst_case_pair` (optional: an audit may pass
         its own pair). Both are handed to ``fn`` as numpy arrays.
@@ -149,7 +163,7 @@ class BlackBox(Mechanism):
         fn: Callable[..., Any],
         claim: TradeoffCurve | PrivacyProfile | None = None,
         *,
-        vectorised: bool = False,
+        vectorised: bool | None = None,
         dataset: object = None,
         neighbour: object = None,
         relation: str | None = None,
@@ -157,8 +171,10 @@ class BlackBox(Mechanism):
     ) -> None:
         if not callable(fn):
             raise ValueError(f"fn must be callable, got {type(fn).__name__}")
+        if vectorised is None:
+            vectorised = _takes_size(fn)
         if not isinstance(vectorised, bool):
-            raise ValueError(f"vectorised must be True or False, got {vectorised!r}")
+            raise ValueError(f"vectorised must be None, True or False, got {vectorised!r}")
         if claim is not None and not isinstance(claim, TradeoffCurve | PrivacyProfile):
             raise ValueError(
                 "claim must be None, a TradeoffCurve (e.g. dpaudit.bounds.approx_dp(eps, delta)) "
@@ -197,7 +213,7 @@ class BlackBox(Mechanism):
         *,
         dataset: object = None,
         neighbour: object = None,
-        vectorised: bool = False,
+        vectorised: bool | None = None,
         relation: str | None = None,
         params: Mapping[str, Any] | None = None,
         claim: TradeoffCurve | PrivacyProfile | None = None,

@@ -68,6 +68,10 @@ __all__ = [
     "LaplaceSkippedNoise",
     "RandomizedResponseBinary",
     "RandomizedResponseBinaryFormula",
+    "DeltaLeakMechanism",
+    "LaplaceRareExactAnswer",
+    "LaplacePairExactCoordinate",
+    "NoisyHistZeroBinUnnoised",
     "DP_AUDITORIUM",
     "DPAuditoriumMeanNoisyScale",
     "DPAuditoriumSVTRevealRecords",
@@ -122,6 +126,9 @@ class FlawedMechanism(Mechanism):
     adjacency: str = "linf"
     #: Default number of queries.
     default_k: int = 5
+    #: Smallest number of extra training outputs per dataset :func:`run_benchmark` gives the
+    #: learned attack on this mechanism (its ``train_trials`` when that is smaller).
+    benchmark_train_trials: int = 0
 
     def __init__(self, eps: float = 0.1, k: int | None = None) -> None:
         self.eps = check_positive("eps", eps)
@@ -520,6 +527,10 @@ class SparseVectorLeeClifton(SparseVectorOutputsNoisyValue):
 
     registry_name = "svt_lee_clifton"
     citation = "Lyu, Su & Li 2017, Algorithm 4; Lee & Clifton 2014"
+    #: The best event ("first above at query 6", ratio ``e^0.1725``) must be told apart from
+    #: patterns with ratios a few percent smaller: about ``10^6`` training outputs per dataset
+    #: order the 11 answer patterns reliably.
+    benchmark_train_trials = 2**20
     #: Proven lower bounds (quadrature) for ``(k, c, threshold, eps)`` on the default pair.
     proven_lower = {(10, 1, 1.0, 0.1): 0.1724}
 
@@ -543,6 +554,17 @@ class SparseVectorLeeClifton(SparseVectorOutputsNoisyValue):
             cutoff=self.c,
         )
         return codes
+
+    def features(self, pair: NeighbouringPair) -> Callable[[np.ndarray], np.ndarray]:
+        """The whole answer pattern as one category (``sum_i (code_i + 1) 3^i``): the output is
+        a categorical event, and a learned attack should count each pattern exactly rather than
+        fit a smooth model of the codes."""
+        weights = 3.0 ** np.arange(self.k)
+
+        def answer_pattern(outputs: np.ndarray) -> np.ndarray:
+            return (np.asarray(outputs, dtype=float).reshape(-1, self.k) + 1.0) @ weights
+
+        return answer_pattern
 
 
 class SparseVectorThresholdNoiseOnly(SparseVector):
@@ -883,6 +905,132 @@ class RandomizedResponseBinaryFormula(RandomizedResponseBinary):
         return {**super().params(), "m": self.categories}
 
 
+# --------------------------------------------------------------------------- delta leaks
+# Mechanisms that claim (eps, delta)-DP with a small delta and leak through exact output events
+# that a smooth score cannot see (the events the delta-leak attack looks for).
+
+
+class DeltaLeakMechanism(FlawedMechanism):
+    """Base class of mechanisms that claim ``(eps, claimed_delta)``-DP and leak through an exact
+    output event. Their true privacy is not ``(eps', claimed_delta)`` for any ``eps'``: an event
+    ``E`` with ``P_D(E) = 0`` and ``P_D'(E) > claimed_delta`` exists (proved per class), so
+    :meth:`epsilon_bounds` is ``(inf, inf)`` at ``delta = claimed_delta``."""
+
+    default_k = 1
+    #: The ``delta`` of the claim.
+    claimed_delta: float = 1e-6
+
+    def epsilon_bounds(self) -> tuple[float, float]:
+        """``(inf, inf)``: no ``eps`` makes the mechanism ``(eps, claimed_delta)``-DP."""
+        return (math.inf, math.inf)
+
+    def _theories(self) -> dict[str, Callable[[], PrivacyProfile]]:
+        """``claim``: the claimed ``(eps, claimed_delta)``-DP (not a proven bound)."""
+        curve = approx_dp(self.eps, self.claimed_delta)
+        return {"claim": lambda: _DeltaClaimProfile(curve, self.eps, self.claimed_delta)}
+
+    def claimed_curve(self) -> TradeoffCurve:
+        """The claim as a trade-off curve."""
+        return approx_dp(self.eps, self.claimed_delta)
+
+    def worst_case_pair(self) -> NeighbouringPair:
+        """``[0]`` vs ``[1]``."""
+        return self._pair([0.0], [1.0], "answer 0 vs 1")
+
+
+class _DeltaClaimProfile:
+    """A claimed ``(eps, delta)``-DP guarantee as a privacy profile."""
+
+    def __init__(self, curve: TradeoffCurve, eps: float, delta: float) -> None:
+        self.curve, self.eps, self.delta0 = curve, eps, delta
+
+    def delta(self, eps: float | np.ndarray) -> np.ndarray | float:
+        return self.curve.delta(eps)
+
+    def epsilon(self, delta: float) -> float:
+        return self.eps if delta >= self.delta0 else math.inf
+
+    def tradeoff(self) -> TradeoffCurve:
+        return self.curve
+
+
+class LaplaceRareExactAnswer(DeltaLeakMechanism):
+    """Laplace mechanism ``a + Lap(1/eps)`` that, with probability ``leak`` (default ``1e-4``),
+    publishes the exact answer ``a`` (a cache hit or an error path skipping the noise).
+
+    On the pair ``a = 0`` vs ``a' = 1`` the event ``E = {y = 1}`` has ``P_a'(E) >= leak`` and
+    ``P_a(E) = P(Lap = 1) = 0`` in exact arithmetic (in double precision at most ``2^-53``
+    times the noise density bound, far below ``1e-12``), so with ``leak > claimed_delta`` the
+    claim fails for every ``eps``.
+    """
+
+    registry_name = "laplace_rare_exact_answer"
+    citation = "rare noise-free code path; cf. Ding et al. 2018 and Lokna et al. 2023"
+    default_leak = 1e-4
+
+    def __init__(self, eps: float = 0.1, k: int | None = None, leak: float | None = None) -> None:
+        super().__init__(eps, k)
+        value = self.default_leak if leak is None else leak
+        self.leak = check_probability("leak", value, low_open=True)
+
+    def params(self) -> dict[str, Any]:
+        """Registry name, ``eps``, ``k`` and ``leak``."""
+        return {**super().params(), "leak": self.leak}
+
+    def _sample(self, a, size, rng):
+        noise = rng.laplace(0.0, 1.0 / self.eps, size)
+        exact = rng.random(size) < self.leak
+        return a[0] + np.where(exact, 0.0, noise)
+
+
+class LaplacePairExactCoordinate(LaplaceRareExactAnswer):
+    """Two-coordinate release ``(a + Lap, a + Lap)`` (independent noise, ``eps/2`` each) whose
+    second coordinate is, with probability ``leak`` (default ``1e-3``), the exact answer ``a``.
+
+    On ``a = 0`` vs ``a' = 1`` the event ``E = {y_2 = 1}`` has ``P_a'(E) >= leak`` and
+    ``P_a(E) = 0`` (exact arithmetic), so the ``(eps, claimed_delta)`` claim fails for every
+    ``eps`` when ``leak > claimed_delta``. Whole output rows never repeat (the first
+    coordinate is continuous): only the per-coordinate event shows the leak.
+    """
+
+    registry_name = "laplace_pair_exact_coordinate"
+    citation = "exact value in one coordinate of a vector release"
+    default_leak = 1e-3
+
+    def _sample(self, a, size, rng):
+        scale = 2.0 / self.eps
+        first = a[0] + rng.laplace(0.0, scale, size)
+        second = a[0] + rng.laplace(0.0, scale, size)
+        exact = rng.random(size) < self.leak
+        return np.column_stack([first, np.where(exact, a[0], second)])
+
+
+class NoisyHistZeroBinUnnoised(DeltaLeakMechanism):
+    """Noisy histogram ``a + Lap(1/eps)`` per count that releases a count of zero as an exact
+    ``0`` (an "empty bins stay empty" shortcut).
+
+    On ``[1, 0, 1, ...]`` vs ``[1, 1, 1, ...]`` (one count moves by one) the event
+    ``E = {y_2 = 0}`` has ``P_D(E) = 1`` and ``P_D'(E) = P(1 + Lap = 0) = 0``: not
+    ``(eps', delta)``-DP for any ``eps'`` and ``delta < 1``.
+    """
+
+    registry_name = "noisy_hist_zero_bin_unnoised"
+    citation = "empty-bin shortcut in a noisy histogram"
+    adjacency = "l1"
+    default_k = 5
+
+    def _sample(self, a, size, rng):
+        noisy = a + rng.laplace(0.0, 1.0 / self.eps, (size, self.k))
+        return np.where(a == 0.0, 0.0, noisy)
+
+    def worst_case_pair(self) -> NeighbouringPair:
+        """``[1, 0, 1, ...]`` vs ``[1, 1, 1, ...]``."""
+        d_prime = [1.0] * self.k
+        d = list(d_prime)
+        d[min(1, self.k - 1)] = 0.0
+        return self._pair(d, d_prime, "second count 0 vs 1")
+
+
 # ------------------------------------------------------------------ DP-Auditorium test material
 #
 # Mechanisms re-implemented from the test material of Google's DP-Auditorium
@@ -1033,6 +1181,9 @@ FLAWED: dict[str, type[FlawedMechanism]] = {
         LaplaceSkippedNoise,
         RandomizedResponseBinary,
         RandomizedResponseBinaryFormula,
+        LaplaceRareExactAnswer,
+        LaplacePairExactCoordinate,
+        NoisyHistZeroBinUnnoised,
         *DP_AUDITORIUM,
     )
 }
@@ -1062,6 +1213,9 @@ PUBLISHED: dict[str, tuple[float, str] | None] = {
     "laplace_skipped_noise": None,
     "randomized_response": None,
     "randomized_response_binary_formula": None,
+    "laplace_rare_exact_answer": None,
+    "laplace_pair_exact_coordinate": None,
+    "noisy_hist_zero_bin_unnoised": None,
     "dpa_mean_noisy_scale": None,
     "dpa_svt_reveal_records": None,
     "dpa_noisy_max_gumbel": None,

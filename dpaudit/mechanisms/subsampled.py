@@ -15,8 +15,20 @@ Two sampling schemes, each with the neighbouring relation its guarantee refers t
   Poisson one with rate ``p`` and sensitivity ``2 Delta`` (Zhu, Dong & Wang 2022, "Optimal
   accounting of differential privacy via characteristic function", on dominating pairs).
 
-Only noisy sum queries (:class:`~dpaudit.mechanisms.base.AdditiveNoiseMechanism`) can be
-subsampled here: sampling and the exact density need the sum of the chosen records.
+Noisy sum queries (:class:`~dpaudit.mechanisms.base.AdditiveNoiseMechanism`) are sampled through
+the sum of the chosen records. **Any other mechanism** on a dataset of records (randomized
+response, a composition, ...) is subsampled by *substitution*: a record left out of the sample is
+replaced by the ``reference`` record (the base's "absent" value; default: the record of the base's
+worst-case ``D``, category ``0`` for randomized response), so the base always sees a dataset of
+the same size. For a sum query with reference ``0`` this is exactly subsampling. On the pair
+``D = [..., reference]`` vs ``D_prime = [..., x]`` the outputs are ``P = M(D)`` and
+``Q = (1 - q) P + q M(D_prime)``: the dominating pair of subsampling (DRS Theorem 9; Zhu, Dong &
+Wang 2022), in both orders. Sampling draws one inclusion pattern per output and groups outputs by
+pattern (one base ``sample`` call per distinct pattern); :meth:`log_density` sums the base density
+over every pattern of the records that differ from the reference (at most 16 of them). Theory:
+randomized-response bases get the exact ``C_q(f)``, a PLD (``pld.poisson_subsampled_discrete``)
+and RDP (Zhu & Wang 2019); subsampled randomized response is the worst case of every subsampled
+``eps0``-DP mechanism (Balle, Barthe & Gaboardi 2018), so its theory is also the generic bound.
 """
 
 from __future__ import annotations
@@ -55,8 +67,14 @@ from dpaudit.mechanisms.base import (
 )
 from dpaudit.mechanisms.gaussian import Gaussian
 from dpaudit.mechanisms.laplace import Laplace
+from dpaudit.mechanisms.randomized_response import RandomizedResponse
 
-__all__ = ["PoissonSubsampled", "FixedSizeSubsampled", "MAX_MIXTURE_TERMS"]
+__all__ = [
+    "PoissonSubsampled",
+    "FixedSizeSubsampled",
+    "MAX_MIXTURE_TERMS",
+    "MAX_SUBSTITUTED_RECORDS",
+]
 
 #: Largest number of mixture components :meth:`log_density` sums over (about 16 distinct records
 #: that change the output; identical records are grouped, so many copies of one value are cheap).
@@ -112,16 +130,21 @@ def _count_grid(counts: np.ndarray, what: str) -> np.ndarray:
     return np.indices(tuple(int(c) + 1 for c in counts)).reshape(counts.size, -1).T
 
 
-def _require_sum_query(base: object, what: str) -> AdditiveNoiseMechanism:
-    if not isinstance(base, AdditiveNoiseMechanism):
+def _require_mechanism(base: object, what: str) -> Mechanism:
+    if not isinstance(base, Mechanism):
         raise ValueError(
-            f"base of {what} must be a noisy sum query (an AdditiveNoiseMechanism such as "
-            f"Gaussian or Laplace), got {type(base).__name__}"
+            f"base of {what} must be a dpaudit Mechanism (a noisy sum query such as Gaussian or "
+            f"Laplace, randomized response, a composition, ...), got {type(base).__name__}"
         )
     return base
 
 
-class _SubsampledSum(Mechanism):
+#: Most records that differ from the reference in a dataset subsampled by substitution (the
+#: exact density sums over all ``2^m`` inclusion patterns).
+MAX_SUBSTITUTED_RECORDS = 16
+
+
+class _Subsampled(Mechanism):
     """Shared machinery: the sum of a random subset of the clipped records, plus the base noise.
 
     Records are grouped by value; a subsample is described by how many copies ``K_j`` of each
@@ -133,8 +156,24 @@ class _SubsampledSum(Mechanism):
     ``r = rate`` and ``shift`` is :attr:`sensitivity` (Poisson) or twice it (fixed size).
     """
 
-    def __init__(self, base: AdditiveNoiseMechanism) -> None:
+    def __init__(self, base: Mechanism, reference: object = None) -> None:
         self.base = base
+        self.summed = isinstance(base, AdditiveNoiseMechanism)
+        self.reference: np.ndarray | None = None
+        if self.summed:
+            if reference is not None:
+                raise ValueError("reference is only used for bases that are not sum queries")
+            return
+        if reference is None:
+            d = np.asarray(base.worst_case_pair().d)
+            if d.ndim == 0 or d.shape[0] != 1:
+                raise ValueError(
+                    f"reference must be given: the worst-case D of {base.name} does not hold "
+                    "exactly one record"
+                )
+            reference = d[0]
+        self.reference = np.asarray(reference)
+        self.relation = base.relation
 
     @property
     def sensitivity(self) -> float:
@@ -151,18 +190,36 @@ class _SubsampledSum(Mechanism):
     def shift(self) -> float:
         """Largest change of the sum between neighbouring datasets (the base pair's shift)."""
 
+    @property
+    def _has_theory(self) -> bool:
+        return isinstance(self.base, Gaussian | Laplace | RandomizedResponse)
+
     def _require_theory(self) -> None:
-        if not isinstance(self.base, Gaussian | Laplace):
+        if not self._has_theory:
             raise ValueError(
-                f"{self.name} has no theory: only Gaussian and Laplace bases are covered"
+                f"{self.name} has no theory: only Gaussian, Laplace and randomized-response "
+                "bases are covered"
             )
+
+    def _rr_pmfs(self) -> tuple[np.ndarray, np.ndarray]:
+        """Randomized-response base: the report's law on the reference and on another category
+        (by symmetry every other category gives the same privacy loss distribution)."""
+        base = self.base
+        r = int(np.asarray(self.reference).ravel()[0])
+        other = (r + 1) % base.k
+        outputs = np.arange(base.k)[:, None]
+        p = np.exp(base.log_density(np.array([r]), outputs))
+        p_prime = np.exp(base.log_density(np.array([other]), outputs))
+        return p, p_prime
 
     def exact_curve(self) -> tradeoff.TradeoffCurve:
         """``C_r(f)`` with ``f`` the base trade-off at the shift (DRS Definition 6, Theorem 9,
         closed form eq. (13)). It is the largest symmetric trade-off function below both orders
         of the dominating pair, so its ``delta(eps)`` is exact."""
         self._require_theory()
-        if isinstance(self.base, Gaussian):
+        if isinstance(self.base, RandomizedResponse):
+            f = tradeoff.randomized_response(self.base.eps, self.base.k)
+        elif isinstance(self.base, Gaussian):
             f = gdp(self.shift / self.base.sigma)
         else:
             f = tradeoff.laplace_tradeoff(self.shift / self.base.scale)
@@ -170,42 +227,61 @@ class _SubsampledSum(Mechanism):
 
     def pld(self, step: float | None = None) -> pld_lib.PLD:
         """Privacy loss distributions of the dominating pair, both orders (``delta`` is the
-        larger of the two)."""
+        larger of the two). Randomized-response base: the exact PLD of ``p`` against
+        ``(1 - q) p + q p'`` on the report's ``k`` values."""
         self._require_theory()
+        if isinstance(self.base, RandomizedResponse):
+            p, p_prime = self._rr_pmfs()
+            return pld_lib.poisson_subsampled_discrete(p, p_prime, rate=self.rate, step=step)
         if isinstance(self.base, Gaussian):
             return pld_lib.poisson_subsampled_gaussian(
-                self.base.sigma, self.rate, self.shift, step=step
+                self.base.sigma, rate=self.rate, sensitivity=self.shift, step=step
             )
-        return pld_lib.poisson_subsampled_laplace(self.base.scale, self.rate, self.shift, step=step)
+        return pld_lib.poisson_subsampled_laplace(
+            self.base.scale, rate=self.rate, sensitivity=self.shift, step=step
+        )
 
     def rdp(self, orders: object = None) -> RDPCurve:
         """RDP of the dominating pair. Gaussian base: Mironov, Talwar & Zhang 2019 (exact, both
         orders). Laplace base: the Zhu & Wang 2019 bound (Theorem 6), defined at integer orders;
         a fractional order takes the value of the next integer order, a valid bound because
         Rényi divergences do not decrease with the order (van Erven & Harremoës 2014, Thm. 3).
+        Randomized-response base: the same Zhu & Wang bound on the base's exact RDP curve.
         """
         self._require_theory()
         lam = np.asarray(DEFAULT_ORDERS if orders is None else orders, dtype=float)
         if isinstance(self.base, Gaussian):
-            return rdp_poisson_subsampled_gaussian(self.rate, self.base.sigma / self.shift, lam)
+            return rdp_poisson_subsampled_gaussian(
+                self.base.sigma / self.shift, rate=self.rate, orders=lam
+            )
         at = np.maximum(np.ceil(lam), 2.0)
         integers = np.unique(at)
-        base = rdp_laplace(self.base.scale, self.shift, orders=np.arange(2.0, integers[-1] + 1))
-        sub = rdp_poisson_subsampled(self.rate, lambda k: base.eps[int(k) - 2], integers)
+        base_orders = np.arange(2.0, integers[-1] + 1)
+        if isinstance(self.base, RandomizedResponse):
+            base = self.base.rdp(orders=base_orders)
+        else:
+            base = rdp_laplace(self.base.scale, self.shift, orders=base_orders)
+        sub = rdp_poisson_subsampled(
+            lambda k: base.eps[int(k) - 2], rate=self.rate, orders=integers
+        )
         eps = sub.eps[np.searchsorted(sub.orders, at)]
         return RDPCurve(lam, eps, name=f"RDP {self.name}")
 
     @property
     def pure_epsilon(self) -> float | None:
         """Laplace base: ``log(1 + r (e^eps0 - 1))`` with ``eps0 = shift / b`` (amplification by
-        subsampling, Steinke 2022 Theorem 29, Balle, Barthe & Gaboardi 2018); otherwise ``None``."""
+        subsampling, Steinke 2022 Theorem 29, Balle, Barthe & Gaboardi 2018); the same with
+        ``eps0 = eps`` for a randomized-response base; otherwise ``None``."""
+        if isinstance(self.base, RandomizedResponse):
+            return amplify_by_subsampling(self.base.eps, 0.0, self.rate)[0]
         if not isinstance(self.base, Laplace):
             return None
         return amplify_by_subsampling(self.shift / self.base.scale, 0.0, self.rate)[0]
 
     def _theories(self) -> dict[str, Callable[[], PrivacyProfile]]:
-        """``exact`` (``C_r(f)``), ``pld``, ``rdp`` for Gaussian and Laplace bases."""
-        if not isinstance(self.base, Gaussian | Laplace):
+        """``exact`` (``C_r(f)``), ``pld``, ``rdp`` for Gaussian, Laplace and randomized-response
+        bases."""
+        if not self._has_theory:
             return {}
         return {
             "exact": lambda: CurveProfile(self.exact_curve()),
@@ -232,11 +308,81 @@ class _SubsampledSum(Mechanism):
         """Distinct values and counts that take part in the subsampling."""
         return _group(clipped)
 
+    # ------------------------------------------------------------------ substitution
+    def _differing(self, dataset: object) -> tuple[np.ndarray, np.ndarray]:
+        """The records and the positions of those that differ from the reference."""
+        records = np.asarray(dataset)
+        if records.ndim == 0 or records.shape[1:] != self.reference.shape:
+            raise ValueError(
+                f"dataset must be an array of records of shape {self.reference.shape}, "
+                f"got shape {records.shape}"
+            )
+        flat = records.reshape(records.shape[0], -1)
+        differ = np.flatnonzero((flat != self.reference.reshape(1, -1)).any(axis=1))
+        if differ.size > MAX_SUBSTITUTED_RECORDS:
+            raise ValueError(
+                f"{self.name}: at most {MAX_SUBSTITUTED_RECORDS} records may differ from the "
+                f"reference, got {differ.size}"
+            )
+        return records, differ
+
+    @abstractmethod
+    def _included(self, n: int, m: int, size: int, rng: np.random.Generator) -> np.ndarray:
+        """Substitution: ``(size, m)`` booleans, which of the ``m`` records that differ from the
+        reference (out of ``n``) are in each sample."""
+
+    @abstractmethod
+    def _pattern_log_weights(self, n: int, bits: np.ndarray) -> np.ndarray:
+        """Substitution: log probability of each inclusion pattern ``bits`` ``(G, m)``."""
+
+    def _substituted(self, records: np.ndarray, differ: np.ndarray, bits: np.ndarray) -> object:
+        out = records.copy()
+        out[differ[~bits]] = self.reference
+        return out
+
+    def _sample_substituted(self, dataset: object, size: int, rng: np.random.Generator):
+        records, differ = self._differing(dataset)
+        bits = self._included(records.shape[0], differ.size, size, rng)
+        codes = bits.astype(np.int64) @ (np.int64(1) << np.arange(differ.size, dtype=np.int64))
+        patterns, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+        inverse = inverse.ravel()
+        out = None
+        for g in range(patterns.size):
+            rows = np.flatnonzero(inverse == g)
+            part = np.asarray(
+                self.base.sample(self._substituted(records, differ, bits[first[g]]), rows.size, rng)
+            )
+            if out is None:
+                out = np.empty((size, *part.shape[1:]), dtype=part.dtype)
+            out[rows] = part
+        if out is None:
+            shape = self.base.output_shape(records)
+            out = np.empty((0, *shape))
+        return out
+
+    def _log_density_substituted(self, dataset: object, outputs: np.ndarray) -> np.ndarray:
+        records, differ = self._differing(dataset)
+        m = differ.size
+        bits = (np.arange(2**m)[:, None] >> np.arange(m)[None, :]) & 1 == 1
+        log_w = self._pattern_log_weights(records.shape[0], bits)
+        keep = np.isfinite(log_w)
+        comp = np.stack(
+            [
+                self.base.log_density(self._substituted(records, differ, b), outputs)
+                for b in bits[keep]
+            ]
+        )
+        return _logsumexp_columns(comp + log_w[keep][:, None])
+
     def sample(self, dataset: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
-        """``size`` outputs (float64, shape ``(size,) + output_shape``): the sum of a fresh random
-        subsample of the clipped records plus the base noise, one subsample per output."""
+        """``size`` outputs (shape ``(size,) + output_shape``), one fresh subsample per output:
+        the sum of the chosen clipped records plus the base noise (sum queries), or the base run
+        on the dataset with the records left out replaced by the reference (float64 for sums,
+        the base's type otherwise)."""
         size = check_size(size)
         rng = check_rng(rng)
+        if not self.summed:
+            return self._sample_substituted(dataset, size, rng)
         clipped = self._clipped(dataset)
         values, counts = self._groups(clipped)
         included = self._draw(counts, size, rng).astype(float)
@@ -251,7 +397,11 @@ class _SubsampledSum(Mechanism):
         Identical records are grouped (the mixture runs over how many copies of each value are
         included), so the number of terms is the product of ``count + 1`` over the distinct
         records that change the output; more than :data:`MAX_MIXTURE_TERMS` raises ``ValueError``.
+        Substitution: the base's density summed over the ``2^m`` inclusion patterns of the ``m``
+        records that differ from the reference.
         """
+        if not self.summed:
+            return self._log_density_substituted(dataset, outputs)
         clipped = self._clipped(dataset)
         shape = clipped.shape[1:]
         y = check_outputs(outputs, shape)
@@ -270,7 +420,7 @@ class _SubsampledSum(Mechanism):
         return out
 
 
-class PoissonSubsampled(_SubsampledSum):
+class PoissonSubsampled(_Subsampled):
     """Poisson subsampling: each record enters the sum independently with probability ``rate``.
 
     Relation ``add_remove``. Outputs are ``sum_{i in S} clip(x_i) + noise`` with a fresh ``S`` per
@@ -280,16 +430,20 @@ class PoissonSubsampled(_SubsampledSum):
     Parameters
     ----------
     base:
-        A noisy sum query (:class:`~dpaudit.mechanisms.Gaussian` or
-        :class:`~dpaudit.mechanisms.Laplace`).
+        Any mechanism on records: a noisy sum query (:class:`~dpaudit.mechanisms.Gaussian`,
+        :class:`~dpaudit.mechanisms.Laplace`) or, by substitution, any other (randomized
+        response, compositions, ...).
+    reference:
+        Substitution only: the record that replaces a record left out of the sample; default the
+        single record of the base's worst-case ``D``.
     rate:
         Inclusion probability ``q`` in ``(0, 1]``.
     """
 
     relation = "add_remove"
 
-    def __init__(self, base: AdditiveNoiseMechanism, rate: float) -> None:
-        super().__init__(_require_sum_query(base, "PoissonSubsampled"))
+    def __init__(self, base: Mechanism, rate: float, *, reference: object = None) -> None:
+        super().__init__(_require_mechanism(base, "PoissonSubsampled"), reference)
         self._rate = check_probability("rate", rate, low_open=True)
 
     @property
@@ -310,6 +464,17 @@ class PoissonSubsampled(_SubsampledSum):
     def params(self) -> dict[str, Any]:
         """``{"base": {"kind": ..., **base params}, "rate": ...}``."""
         return {"base": mechanism_spec(self.base), "rate": self.rate}
+
+    def _included(self, n: int, m: int, size: int, rng: np.random.Generator) -> np.ndarray:
+        """Every record independently with probability ``q``."""
+        return rng.random((size, m)) < self.rate
+
+    def _pattern_log_weights(self, n: int, bits: np.ndarray) -> np.ndarray:
+        """``q^k (1 - q)^(m - k)`` for ``k`` records included."""
+        k = bits.sum(axis=1)
+        m = bits.shape[1]
+        with np.errstate(divide="ignore"):
+            return k * math.log(self.rate) + (m - k) * np.log1p(-self.rate)
 
     def _groups(self, clipped: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Distinct nonzero records (zero records never change the sum) and their counts."""
@@ -334,11 +499,20 @@ class PoissonSubsampled(_SubsampledSum):
         return means, log_w
 
     def worst_case_pair(self) -> NeighbouringPair:
-        """The base's pair: empty dataset vs one record of norm ``sensitivity`` (``add_remove``)."""
-        return self.base.worst_case_pair()
+        """The base's pair: empty dataset vs one record of norm ``sensitivity`` (``add_remove``);
+        substitution: the reference record vs the base's other record."""
+        pair = self.base.worst_case_pair()
+        if self.summed:
+            return pair
+        return NeighbouringPair(
+            self.reference[None, ...],
+            np.asarray(pair.d_prime),
+            pair.relation,
+            description="the reference record vs another record",
+        )
 
 
-class FixedSizeSubsampled(_SubsampledSum):
+class FixedSizeSubsampled(_Subsampled):
     """Sampling without replacement: exactly ``size`` of the ``population`` records are summed.
 
     Relation ``replace_one``; datasets must hold exactly ``population`` records. The worst-case
@@ -352,8 +526,12 @@ class FixedSizeSubsampled(_SubsampledSum):
     Parameters
     ----------
     base:
-        A noisy sum query (:class:`~dpaudit.mechanisms.Gaussian` or
-        :class:`~dpaudit.mechanisms.Laplace`).
+        Any mechanism on records: a noisy sum query (:class:`~dpaudit.mechanisms.Gaussian`,
+        :class:`~dpaudit.mechanisms.Laplace`) or, by substitution, any other (randomized
+        response, compositions, ...).
+    reference:
+        Substitution only: the record that replaces a record left out of the sample; default the
+        single record of the base's worst-case ``D``.
     size:
         Number of records in every subsample, ``1 <= size <= population``.
     population:
@@ -362,8 +540,10 @@ class FixedSizeSubsampled(_SubsampledSum):
 
     relation = "replace_one"
 
-    def __init__(self, base: AdditiveNoiseMechanism, size: int, population: int) -> None:
-        super().__init__(_require_sum_query(base, "FixedSizeSubsampled"))
+    def __init__(
+        self, base: Mechanism, size: int, population: int, *, reference: object = None
+    ) -> None:
+        super().__init__(_require_mechanism(base, "FixedSizeSubsampled"), reference)
         self.population = check_integer("population", population, minimum=1)
         self.subsample_size = check_integer("size", size, minimum=1, maximum=self.population)
 
@@ -402,6 +582,35 @@ class FixedSizeSubsampled(_SubsampledSum):
             )
         return clipped
 
+    def _included(self, n: int, m: int, size: int, rng: np.random.Generator) -> np.ndarray:
+        """``k ~ Hypergeometric(m, n - m, size)`` of the ``m`` records, a uniform ``k``-subset."""
+        self._check_population(n)
+        if m == 0:
+            return np.zeros((size, 0), dtype=bool)
+        k = rng.hypergeometric(m, n - m, self.subsample_size, size=size) if n > m else None
+        if k is None:
+            k = np.full(size, self.subsample_size)
+        ranks = np.argsort(np.argsort(rng.random((size, m)), axis=1), axis=1)
+        return ranks < k[:, None]
+
+    def _pattern_log_weights(self, n: int, bits: np.ndarray) -> np.ndarray:
+        """``C(n - m, s - k) / C(n, s)`` for one given set of ``k`` of the ``m`` records."""
+        self._check_population(n)
+        m, s = bits.shape[1], self.subsample_size
+        k = bits.sum(axis=1)
+        rest = s - k
+        ok = (rest >= 0) & (rest <= n - m)
+        log_w = _log_binom(np.int64(n - m), np.clip(rest, 0, n - m)) - _log_binom(
+            np.int64(n), np.int64(s)
+        )
+        return np.where(ok, log_w, -np.inf)
+
+    def _check_population(self, n: int) -> None:
+        if n != self.population:
+            raise ValueError(
+                f"dataset must hold exactly population={self.population} records, got {n}"
+            )
+
     def _draw(self, counts: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
         """Multivariate hypergeometric counts: ``size`` records drawn without replacement."""
         return rng.multivariate_hypergeometric(counts, self.subsample_size, size=size)
@@ -431,7 +640,17 @@ class FixedSizeSubsampled(_SubsampledSum):
         return means.reshape((grid.shape[0], *values.shape[1:])), log_w
 
     def worst_case_pair(self) -> NeighbouringPair:
-        """``population - 1`` records at ``-Delta``; the target ``-Delta`` vs ``+Delta``."""
+        """``population - 1`` records at ``-Delta``; the target ``-Delta`` vs ``+Delta``.
+        Substitution: ``population`` reference records vs the same with the last record
+        replaced by the base's other record."""
+        if not self.summed:
+            other = np.asarray(self.base.worst_case_pair().d_prime)[0]
+            d = np.repeat(self.reference[None, ...], self.population, axis=0)
+            d_prime = d.copy()
+            d_prime[-1] = other
+            return NeighbouringPair(
+                d, d_prime, "replace_one", description="reference records; the last one replaced"
+            )
         d = np.full(self.population, -self.sensitivity)
         d_prime = d.copy()
         d_prime[-1] = self.sensitivity

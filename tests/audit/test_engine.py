@@ -120,7 +120,8 @@ def test_fixed_thresholds_are_counted_exactly():
 
 def test_defaults_for_streams_grid_and_chunks():
     result = dpaudit.audit(Gaussian(1.0), trials=1000, seed=0)
-    assert result.selection_trials == 10_000 and result.pilot_trials == 10_000
+    # pilot + fit + training outputs are at most half of selection + evaluation (11,000)
+    assert result.selection_trials == 10_000 and result.pilot_trials == 5500
     assert result.fit_trials == 0
     big = dpaudit.audit(Gaussian(1.0), trials=400_000, seed=0)
     assert big.selection_trials == 100_000 and big.pilot_trials == PILOT_TRIALS
@@ -138,14 +139,15 @@ def test_default_attack_is_the_likelihood_ratio_when_a_density_exists():
     assert result.grid.kind == "lattice"
 
 
-def test_without_density_scalar_outputs_use_the_threshold_attack():
+def test_without_density_the_default_is_the_delta_leak_attack_for_any_output_shape():
     result = dpaudit.audit(NoDensityShift(), trials=5000, seed=0)
-    assert result.metadata["attack"]["class"] == "Threshold"
+    assert result.metadata["attack"]["class"] == "DeltaLeak"
+    assert result.metadata["attack"]["default"] is True
     assert result.privacy_loss is None
     with pytest.raises(ValueError, match="exact privacy loss"):
         result.delta_estimate(0.5)
-    with pytest.raises(ValueError, match="vector outputs"):
-        dpaudit.audit(NoDensityShift(width=3), trials=100)
+    vector = dpaudit.audit(NoDensityShift(width=3), trials=2000, seed=0)
+    assert vector.attack.name.startswith("DeltaLeak(Learned(")
     explicit = dpaudit.audit(NoDensityShift(width=3), attack=Threshold(0), trials=2000, seed=0)
     assert explicit.metadata["attack"]["name"] == "Threshold(projection=0)"
 
@@ -165,7 +167,8 @@ def test_learning_attacks_fit_on_their_own_sample():
     pair = NeighbouringPair(np.array([1.0]), np.zeros(0))  # D_prime has the smaller mean
     result = dpaudit.audit(NoDensityShift(), pair, attack, trials=3000, seed=2)
     assert attack.sign == -1.0
-    assert attack.fit_sizes == (result.fit_trials, result.fit_trials) == (10_000, 10_000)
+    # half of the overhead budget 0.5 * (3000 + 10_000)
+    assert attack.fit_sizes == (result.fit_trials, result.fit_trials) == (3250, 3250)
     assert result.mu_lower_bound() > 0.5
 
 

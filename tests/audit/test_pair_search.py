@@ -122,3 +122,20 @@ def test_search_refuses_bad_arguments(kwargs, match):
     args = {"candidates": [mech.worst_case_pair()], "trials": 10, **kwargs}
     with pytest.raises(ValueError, match=match):
         search_pairs(mech, **args)
+
+
+def test_default_attack_looks_both_ways_for_black_boxes():
+    """A pair that moves the output down gets a positive pilot bound: the default attack of a
+    black box learns the direction on its own fit sample (no cost to the bounds)."""
+    from dpaudit.audit.pair_search import search_pairs
+    from dpaudit.mechanisms.base import NeighbouringPair
+    from dpaudit.mechanisms.blackbox import BlackBox
+
+    def release(dataset, size, rng):
+        return float(np.sum(dataset)) + rng.laplace(0.0, 1.0, size)
+
+    box = BlackBox(release)
+    down = NeighbouringPair(np.array([1.0]), np.array([0.0]), "replace_one")
+    result = search_pairs(box, [down], trials=20_000, pilot_trials=5000, seed=0)
+    assert result.pilot_epsilon[0] > 0.5
+    assert result.finals[0].epsilon_lower_bound(0.0) > 0.5

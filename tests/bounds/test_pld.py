@@ -89,7 +89,7 @@ def assert_bracket(lower, value, upper, rel=1e-12, abs_=1e-300):
 @pytest.fixture(scope="module")
 def dpsgd():
     """Poisson-subsampled Gaussian PLDs of reference item 5, composed T times (cached)."""
-    base = {s: pld.poisson_subsampled_gaussian(s, Q_SGD) for s in (0.7, 1.1)}
+    base = {s: pld.poisson_subsampled_gaussian(s, rate=Q_SGD) for s in (0.7, 1.1)}
     cache: dict[tuple[float, int], pld.PLD] = {}
 
     def get(sigma: float, steps: int) -> pld.PLD:
@@ -295,7 +295,7 @@ def test_symmetric_mechanisms_have_equal_orders(ratio, base, prime):
 @pytest.mark.parametrize("sigma", [0.7, 2.0])
 def test_subsampled_gaussian_single_step_matches_quadrature(sigma):
     q = 0.05
-    sub = pld.poisson_subsampled_gaussian(sigma, q)
+    sub = pld.poisson_subsampled_gaussian(sigma, rate=q)
     logp, logq = subsampled_gaussian_logs(sigma, q)
     for eps in (0.0, 0.01, 0.1, 0.5):
         d_pq = hockey_stick_quad(logp, logq, eps, [0.0, 0.5, 1.0])
@@ -312,7 +312,7 @@ def test_subsampled_gaussian_single_step_matches_quadrature(sigma):
 
 def test_subsampled_laplace_single_step_matches_quadrature():
     b, q = 0.7, 0.2
-    sub = pld.poisson_subsampled_laplace(b, q)
+    sub = pld.poisson_subsampled_laplace(b, rate=q)
 
     def logp(y):
         return stats.laplace.logpdf(y, 0, b)
@@ -332,7 +332,7 @@ def test_subsampled_laplace_composition_brackets_rdp_free_reference():
     """Ten-fold composition of the subsampled Laplace against the exact composition of a fine
     binned version (a post-processing, so its delta is a lower bound) and the PLD upper bound."""
     b, q = 1.0, 0.1
-    composed = pld.poisson_subsampled_laplace(b, q).self_compose(10)
+    composed = pld.poisson_subsampled_laplace(b, rate=q).self_compose(10)
     edges = np.concatenate([[-np.inf], np.linspace(-30, 31, 20001), [np.inf]])
     p = np.diff(stats.laplace.cdf(edges, 0, b))
     pp = (1 - q) * p + q * np.diff(stats.laplace.cdf(edges, 1, b))
@@ -362,7 +362,7 @@ def test_subsampled_discrete_composition_brute_force(step):
     rate = 0.3
     q = (1 - rate) * p + rate * p_prime
     k = 4
-    composed = pld.poisson_subsampled_discrete(p, p_prime, rate, step=step).self_compose(k)
+    composed = pld.poisson_subsampled_discrete(p, p_prime, rate=rate, step=step).self_compose(k)
     pk = np.array([np.prod(c) for c in itertools.product(p, repeat=k)])
     qk = np.array([np.prod(c) for c in itertools.product(q, repeat=k)])
     for eps in (0.0, 0.1, 0.3, 0.6, 1.0):
@@ -397,7 +397,7 @@ def test_composition_of_different_mechanisms_against_gdp():
     [
         lambda: pld.gaussian(0.8),
         lambda: pld.laplace(0.5),
-        lambda: pld.poisson_subsampled_gaussian(0.9, 0.01).self_compose(100),
+        lambda: pld.poisson_subsampled_gaussian(0.9, rate=0.01).self_compose(100),
         lambda: pld.randomized_response(1.0, k=4).self_compose(7),
     ],
     ids=["gaussian", "laplace", "dpsgd100", "rr4"],
@@ -495,7 +495,7 @@ def test_extreme_sigmas_are_finite_and_bracket_the_exact_values():
 
 
 def test_tiny_sampling_rate():
-    sub = pld.poisson_subsampled_gaussian(1.0, 1e-6)
+    sub = pld.poisson_subsampled_gaussian(1.0, rate=1e-6)
     # delta(0) is the total variation, q * TV(N(0,1), N(1,1)) for the Q||P order
     tv = 1e-6 * (2 * special.ndtr(0.5) - 1)
     assert sub.delta(0.0) == pytest.approx(tv, rel=1e-3)
@@ -526,9 +526,9 @@ def test_million_gaussian_compositions_coarsen_and_stay_tight():
         lambda: pld.laplace(1e-5),
         lambda: pld.laplace(1e5),
         lambda: pld.laplace(1.0, step=0.003),
-        lambda: pld.poisson_subsampled_gaussian(1.0, 1e-12),
-        lambda: pld.poisson_subsampled_gaussian(0.1, 0.01),
-        lambda: pld.poisson_subsampled_laplace(0.1, 1e-9),
+        lambda: pld.poisson_subsampled_gaussian(1.0, rate=1e-12),
+        lambda: pld.poisson_subsampled_gaussian(0.1, rate=0.01),
+        lambda: pld.poisson_subsampled_laplace(0.1, rate=1e-9),
         lambda: pld.randomized_response(50.0),
         lambda: pld.randomized_response(2.0, k=1000),
         lambda: pld.discrete([0.5, 0.5 - 1e-300, 1e-300], [1e-300, 0.5, 0.5 - 1e-300]),
@@ -587,7 +587,7 @@ def test_bracket_shrinks_like_sqrt_of_compositions():
 
 
 def test_rounding_summary_is_consistent():
-    sub = pld.poisson_subsampled_gaussian(1.1, Q_SGD)
+    sub = pld.poisson_subsampled_gaussian(1.1, rate=Q_SGD)
     r = sub.pq.rounding
     h = sub.step
     assert r.dominating and r.low == -h and r.high == h
@@ -622,7 +622,7 @@ def test_auto_step():
     capped = pld.auto_step(10**8, loss_std=0.01, max_bins=10**4)
     assert capped >= 20 * 0.01 * 1e4 / 1e4
     # the default step delivers a bracket below 0.5% of eps for a typical DP-SGD run
-    sub = pld.poisson_subsampled_gaussian(1.0, 0.01).self_compose(1000)
+    sub = pld.poisson_subsampled_gaussian(1.0, rate=0.01).self_compose(1000)
     e_up, e_lo = sub.epsilon(1e-5), sub.epsilon(1e-5, "lower")
     assert (e_up - e_lo) / e_up < 5e-3
 
@@ -640,13 +640,13 @@ def test_auto_step():
         (lambda: pld.laplace(0.0), "scale"),
         (lambda: pld.randomized_response(0.0), "eps"),
         (lambda: pld.randomized_response(1.0, k=1), "k"),
-        (lambda: pld.poisson_subsampled_gaussian(1.0, 0.0), "rate"),
-        (lambda: pld.poisson_subsampled_gaussian(1.0, 1.5), "rate"),
-        (lambda: pld.poisson_subsampled_laplace(1.0, -0.1), "rate"),
+        (lambda: pld.poisson_subsampled_gaussian(1.0, rate=0.0), "rate"),
+        (lambda: pld.poisson_subsampled_gaussian(1.0, rate=1.5), "rate"),
+        (lambda: pld.poisson_subsampled_laplace(1.0, rate=-0.1), "rate"),
         (lambda: pld.discrete([0.5, 0.6], [0.5, 0.5]), "p"),
         (lambda: pld.discrete([0.5, 0.5], [1.0]), "p and q"),
         (lambda: pld.discrete([0.5, 0.5], [0.1, 0.9], step=1e-9), "step"),
-        (lambda: pld.poisson_subsampled_discrete([1.0], [0.5, 0.5], 0.1), "p and p_prime"),
+        (lambda: pld.poisson_subsampled_discrete([1.0], [0.5, 0.5], rate=0.1), "p and p_prime"),
         (lambda: pld.gaussian(1.0).delta(-0.1), "eps"),
         (lambda: pld.gaussian(1.0).delta(math.nan), "eps"),
         (lambda: pld.gaussian(1.0).delta(1.0, bound="middle"), "bound"),

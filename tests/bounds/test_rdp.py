@@ -132,13 +132,13 @@ def test_profiles_satisfy_protocol():
         (lambda: rdp_laplace(-1.0), "scale"),
         (lambda: rdp_randomized_response(-0.1), "eps"),
         (lambda: rdp_randomized_response(1.0, k=1), "k"),
-        (lambda: rdp_poisson_subsampled_gaussian(1.5, 1.0), "rate"),
-        (lambda: rdp_poisson_subsampled_gaussian(0.1, -1.0), "sigma"),
-        (lambda: rdp_poisson_subsampled_gaussian(0.1, 1.0, series="x"), "series"),
-        (lambda: rdp_poisson_subsampled_gaussian(0.1, 1.0, orders=[1e6]), "orders"),
-        (lambda: rdp_poisson_subsampled(0.1, lambda k: 0.1, orders=[2.5]), "orders"),
-        (lambda: rdp_poisson_subsampled(0.1, "x"), "base_rdp"),
-        (lambda: rdp_poisson_subsampled(0.1, lambda k: -1.0, orders=[2, 3]), "base_rdp"),
+        (lambda: rdp_poisson_subsampled_gaussian(1.0, rate=1.5), "rate"),
+        (lambda: rdp_poisson_subsampled_gaussian(-1.0, rate=0.1), "sigma"),
+        (lambda: rdp_poisson_subsampled_gaussian(1.0, rate=0.1, series="x"), "series"),
+        (lambda: rdp_poisson_subsampled_gaussian(1.0, rate=0.1, orders=[1e6]), "orders"),
+        (lambda: rdp_poisson_subsampled(lambda k: 0.1, rate=0.1, orders=[2.5]), "orders"),
+        (lambda: rdp_poisson_subsampled("x", rate=0.1), "base_rdp"),
+        (lambda: rdp_poisson_subsampled(lambda k: -1.0, rate=0.1, orders=[2, 3]), "base_rdp"),
         (lambda: rdp_gaussian(1.0).epsilon(1.5), "delta"),
         (lambda: rdp_gaussian(1.0).epsilon(1e-5, conversion="x"), "conversion"),
         (lambda: rdp_gaussian(1.0).delta(-1.0), "eps"),
@@ -269,7 +269,7 @@ def test_subsampled_gaussian_integer_orders_match_dp_accounting(dp_accounting_rd
     orders = np.array([2.0, 3.0, 7.0, 16.0, 63.0, 256.0])
     ref = dp_accounting_rdp._compute_rdp_poisson_subsampled_gaussian(q, sigma, orders)
     for series in ("signed", "absolute"):
-        ours = rdp_poisson_subsampled_gaussian(q, sigma, orders, series=series).eps
+        ours = rdp_poisson_subsampled_gaussian(sigma, rate=q, orders=orders, series=series).eps
         assert ours == pytest.approx(ref, rel=1e-10)
 
 
@@ -279,8 +279,8 @@ def test_subsampled_gaussian_fractional_orders_against_dp_accounting(dp_accounti
     reproduce it; the exact (signed) value can only be smaller."""
     orders = np.array([1.5, 2.5, 3.7, 5.2, 10.6, 30.5])
     ref = dp_accounting_rdp._compute_rdp_poisson_subsampled_gaussian(q, sigma, orders)
-    absolute = rdp_poisson_subsampled_gaussian(q, sigma, orders, series="absolute").eps
-    signed = rdp_poisson_subsampled_gaussian(q, sigma, orders).eps
+    absolute = rdp_poisson_subsampled_gaussian(sigma, rate=q, orders=orders, series="absolute").eps
+    signed = rdp_poisson_subsampled_gaussian(sigma, rate=q, orders=orders).eps
     assert np.isfinite(absolute).all() and np.isfinite(signed).all()
     # dp-accounting gives up (inf) after 1000 terms and stops its sum once a term is e^-30 of
     # the total; 1e-6 covers that truncation
@@ -292,7 +292,7 @@ def test_subsampled_gaussian_fractional_orders_against_dp_accounting(dp_accounti
 @pytest.mark.parametrize(("q", "sigma"), [(Q_DPSGD, 0.7), (0.01, 1.0), (0.1, 2.0), (0.3, 5.0)])
 def test_subsampled_gaussian_matches_quadrature_in_both_orders(q, sigma):
     orders = np.array([1.1, 1.5, 2.5, 3.7, 7.3, 7.0])
-    curve = rdp_poisson_subsampled_gaussian(q, sigma, orders)
+    curve = rdp_poisson_subsampled_gaussian(sigma, rate=q, orders=orders)
     for lam, eps in zip(curve.orders, curve.eps, strict=True):
         if lam > 4 and sigma < 1:
             continue  # the integrand's peak is far out; covered by the integer-order oracle
@@ -302,8 +302,10 @@ def test_subsampled_gaussian_matches_quadrature_in_both_orders(q, sigma):
 
 
 def test_signed_series_is_tighter_than_absolute_at_low_orders():
-    signed = rdp_poisson_subsampled_gaussian(Q_DPSGD, 0.7, [1.1, 2.0])
-    absolute = rdp_poisson_subsampled_gaussian(Q_DPSGD, 0.7, [1.1, 2.0], series="absolute")
+    signed = rdp_poisson_subsampled_gaussian(0.7, rate=Q_DPSGD, orders=[1.1, 2.0])
+    absolute = rdp_poisson_subsampled_gaussian(
+        0.7, rate=Q_DPSGD, orders=[1.1, 2.0], series="absolute"
+    )
     assert signed.eps[0] < absolute.eps[0] / 1.1  # 13% apart at order 1.1
     assert signed.eps[1] == absolute.eps[1]
 
@@ -312,14 +314,14 @@ def test_signed_series_is_tighter_than_absolute_at_low_orders():
 @pytest.mark.parametrize("sigma", [0.05, 0.7, 5.0, 200.0])
 def test_subsampled_gaussian_order_two_closed_form(q, sigma):
     # at order 2 the moment is 1 + q^2 (e^(1/sigma^2) - 1) exactly
-    eps = rdp_poisson_subsampled_gaussian(q, sigma, [2.0]).eps[0]
+    eps = rdp_poisson_subsampled_gaussian(sigma, rate=q, orders=[2.0]).eps[0]
     log_excess = 2 * math.log(q) + 1 / sigma**2 + math.log(-math.expm1(-1 / sigma**2))
     assert eps == pytest.approx(np.logaddexp(0.0, log_excess), rel=1e-12)
 
 
 @pytest.mark.parametrize(("q", "sigma"), [(1e-6, 1.0), (1e-6, 200.0), (1e-3, 200.0), (0.004, 0.05)])
 def test_subsampled_gaussian_extremes_finite_monotone(q, sigma):
-    curve = rdp_poisson_subsampled_gaussian(q, sigma)
+    curve = rdp_poisson_subsampled_gaussian(sigma, rate=q)
     assert np.isfinite(curve.eps).all() and (curve.eps > 0).all()
     assert (np.diff(curve.eps) >= 0).all()
     assert (curve.eps <= curve.orders / (2 * sigma**2) * (1 + 1e-12)).all()  # never above q = 1
@@ -330,23 +332,25 @@ def test_subsampled_gaussian_small_rate_asymptotics(q, sigma):
     """For q -> 0 the moment is 1 + C(lambda, 2) q^2 (e^(1/sigma^2) - 1) + O(q^3), so
     eps(lambda) = lambda q^2 (e^(1/sigma^2) - 1) / 2 up to a relative O(q e^(2/sigma^2) lambda)."""
     orders = np.array([1.1, 1.5, 2.5, 5.5, 10.5])
-    eps = rdp_poisson_subsampled_gaussian(q, sigma, orders).eps
+    eps = rdp_poisson_subsampled_gaussian(sigma, rate=q, orders=orders).eps
     approx = orders * q**2 * math.expm1(1 / sigma**2) / 2
     assert eps == pytest.approx(approx, rel=20 * q * math.exp(2 / sigma**2) * orders.max())
 
 
 def test_subsampled_gaussian_rate_edges():
     orders = [1.5, 2.0, 3.0]
-    assert not rdp_poisson_subsampled_gaussian(0.0, 1.0, orders).eps.any()
-    assert rdp_poisson_subsampled_gaussian(1.0, 2.0, orders) == rdp_gaussian(2.0, orders=orders)
+    assert not rdp_poisson_subsampled_gaussian(1.0, rate=0.0, orders=orders).eps.any()
+    assert rdp_poisson_subsampled_gaussian(2.0, rate=1.0, orders=orders) == rdp_gaussian(
+        2.0, orders=orders
+    )
 
 
 @pytest.mark.parametrize(("q", "sigma"), [(Q_DPSGD, 0.7), (0.05, 1.3), (0.5, 4.0), (1e-6, 100.0)])
 def test_generic_subsampling_bound_coincides_with_mtz19_for_gaussian(q, sigma):
     orders = [2.0, 3.0, 10.0, 64.0, 512.0]
-    generic = rdp_poisson_subsampled(q, lambda k: k / (2 * sigma**2), orders)
+    generic = rdp_poisson_subsampled(lambda k: k / (2 * sigma**2), rate=q, orders=orders)
     assert generic.eps == pytest.approx(
-        rdp_poisson_subsampled_gaussian(q, sigma, orders).eps, rel=1e-12
+        rdp_poisson_subsampled_gaussian(sigma, rate=q, orders=orders).eps, rel=1e-12
     )
 
 
@@ -355,7 +359,7 @@ def test_generic_subsampling_bound_is_valid_for_laplace():
     Laplace mechanism, D_lam(Q || P) with Q = (1-q) Lap(0,1) + q Lap(1,1), P = Lap(0,1)."""
     q, scale = 0.05, 1.0
     base = rdp_laplace(scale, orders=np.arange(2.0, 11.0))
-    curve = rdp_poisson_subsampled(q, lambda k: base.eps[int(k) - 2], orders=[2, 5, 10])
+    curve = rdp_poisson_subsampled(lambda k: base.eps[int(k) - 2], rate=q, orders=[2, 5, 10])
 
     def logp(y):
         return -abs(y) / scale - math.log(2 * scale)
@@ -374,8 +378,11 @@ def test_generic_subsampling_bound_is_valid_for_laplace():
 
 def test_generic_subsampling_bound_rate_edges():
     orders = [2, 3]
-    assert not rdp_poisson_subsampled(0.0, lambda k: 1.0, orders).eps.any()
-    assert list(rdp_poisson_subsampled(1.0, lambda k: 0.5 * k, orders).eps) == [1.0, 1.5]
+    assert not rdp_poisson_subsampled(lambda k: 1.0, rate=0.0, orders=orders).eps.any()
+    assert list(rdp_poisson_subsampled(lambda k: 0.5 * k, rate=1.0, orders=orders).eps) == [
+        1.0,
+        1.5,
+    ]
 
 
 # --------------------------------------------------------------------------------------------
@@ -387,7 +394,7 @@ def test_generic_subsampling_bound_rate_edges():
 def dpsgd_curves():
     """Per-step RDP of the item-5 DP-SGD settings, both series, keyed by sigma."""
     return {
-        (sigma, series): rdp_poisson_subsampled_gaussian(Q_DPSGD, sigma, series=series)
+        (sigma, series): rdp_poisson_subsampled_gaussian(sigma, rate=Q_DPSGD, series=series)
         for sigma in (0.7, 1.1)
         for series in ("signed", "absolute")
     }
@@ -453,7 +460,7 @@ def test_standard_conversion_closed_form():
 
 @pytest.mark.parametrize("conversion", ["improved", "standard"])
 def test_epsilon_and_delta_are_inverse(conversion):
-    curve = rdp_poisson_subsampled_gaussian(0.01, 1.0).self_compose(1000)
+    curve = rdp_poisson_subsampled_gaussian(1.0, rate=0.01).self_compose(1000)
     for delta in [1e-12, 1e-6, 1e-3]:
         eps = curve.epsilon(delta, conversion)
         assert curve.delta(eps, conversion) == pytest.approx(delta, rel=1e-9)
@@ -479,7 +486,7 @@ def test_conversion_edges():
     assert curve.delta(np.inf) == 0.0
     assert RDPCurve([2.0, 3.0], [np.inf, np.inf]).delta(5.0) == 1.0
     # extreme delta and long compositions stay finite
-    long_run = rdp_poisson_subsampled_gaussian(0.01, 0.8).self_compose(10**6)
+    long_run = rdp_poisson_subsampled_gaussian(0.8, rate=0.01).self_compose(10**6)
     eps = long_run.epsilon(1e-300)
     assert np.isfinite(eps) and eps > long_run.epsilon(1e-5)
     assert isinstance(curve.delta(1.0), float)
@@ -522,7 +529,7 @@ def test_randomized_response_rdp_tradeoff_is_tight_at_the_vertex(eps0):
 
 @pytest.mark.parametrize(
     "curve",
-    [rdp_laplace(1.0), rdp_poisson_subsampled_gaussian(Q_DPSGD, 1.1).self_compose(3516)],
+    [rdp_laplace(1.0), rdp_poisson_subsampled_gaussian(1.1, rate=Q_DPSGD).self_compose(3516)],
     ids=["laplace", "dpsgd"],
 )
 def test_rdp_region_dominates_the_dual_of_the_conversion(curve):
@@ -552,7 +559,7 @@ def test_rdp_tradeoff_item7_curve_is_below_pld_reference():
 
     ref = item7_curve()
     alpha = np.array(ref["alpha"])
-    f = rdp_poisson_subsampled_gaussian(Q_DPSGD, 1.1).self_compose(3516).tradeoff()
+    f = rdp_poisson_subsampled_gaussian(1.1, rate=Q_DPSGD).self_compose(3516).tradeoff()
     # the RDP bound is looser than the (numerically tight) PLD curve of both orders, but not far
     beta = f(alpha)
     pld = np.array(ref["beta_pld_np_min"])
@@ -622,7 +629,7 @@ def test_zcdp_extremes_never_nan():
 @pytest.mark.parametrize(
     "curve",
     [
-        rdp_poisson_subsampled_gaussian(1e-6, 200.0),
+        rdp_poisson_subsampled_gaussian(200.0, rate=1e-6),
         rdp_gaussian(0.01),
         rdp_randomized_response(50.0),
         RDPCurve([2.0, 3.0], [np.inf, np.inf]),
