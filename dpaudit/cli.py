@@ -108,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
         "against f-DP, Renyi DP and (eps, delta) theory.",
         epilog="Exit codes: 0 as expected, 1 input error, 3 a claim was violated.",
     )
-    from dpaudit import __version__
+    from dpaudit._core.provenance import __version__
 
     parser.add_argument("--version", action="version", version=f"dpaudit {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -372,7 +372,7 @@ def _cmd_audit_accountant(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench_flawed(args: argparse.Namespace) -> int:
-    from dpaudit.mechanisms.flawed import format_benchmark, run_benchmark
+    from dpaudit.audit.benchmark import format_benchmark, run_benchmark
 
     frame = run_benchmark(args.trials, seed=args.seed, n_jobs=args.n_jobs)
     print(format_benchmark(frame))

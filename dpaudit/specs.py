@@ -48,13 +48,14 @@ from typing import Any
 import numpy as np
 
 from dpaudit import attacks, mechanisms
+from dpaudit._core.jsonvalues import to_json_value
+from dpaudit._core.validation import check_choice, check_integer, check_probability
 from dpaudit.attacks.base import Attack
 from dpaudit.audit.accountant import AccountantAuditSpec
 from dpaudit.audit.engine import audit
 from dpaudit.audit.strategies import STRATEGIES
 from dpaudit.bounds.gdp import gdp
 from dpaudit.bounds.tradeoff import TradeoffCurve, approx_dp
-from dpaudit.bounds.validation import check_choice, check_integer, check_probability
 from dpaudit.mechanisms.base import METHOD_KINDS, Mechanism, NeighbouringPair
 
 if sys.version_info >= (3, 11):
@@ -883,22 +884,9 @@ def _parse_audit(table: object, index: int, source: str, names: set[str]) -> Aud
         n_jobs=n_jobs,
         expect=expect,
         description=values["description"],
-        table=_json_ready(table),
+        table=to_json_value(table, unknown="str"),
         origin=f"{source}: {label}" if source else label,
     )
-
-
-def _json_ready(value: Any) -> Any:
-    """TOML values as JSON values (TOML dates and times become ISO strings)."""
-    if isinstance(value, dict):
-        return {k: _json_ready(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_json_ready(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    if isinstance(value, str | int | float | bool) or value is None:
-        return value
-    return str(value)
 
 
 def parse(data: Mapping[str, Any], *, source: str = "") -> list[AuditSpec]:
@@ -1110,7 +1098,7 @@ def _parse_accountant_audit(
         importance="auto" if values["importance"] is None else values["importance"],
         n_jobs=n_jobs,
         description=values["description"],
-        table=_json_ready(table),
+        table=to_json_value(table, unknown="str"),
     )
 
 

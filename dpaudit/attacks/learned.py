@@ -52,8 +52,9 @@ from typing import Any
 
 import numpy as np
 
+from dpaudit._core.streams import TAGS
+from dpaudit._core.validation import check_choice, check_integer, check_positive
 from dpaudit.attacks.base import Attack
-from dpaudit.bounds.validation import check_choice, check_integer, check_positive
 
 __all__ = ["Learned", "LEARNED_MODELS", "fit_logistic"]
 
@@ -80,7 +81,7 @@ _MIXED_MIN_COUNT = 256
 
 #: Entropy mixed into the seed of the extra training outputs, so they never coincide with any
 #: stream of the audit engine (those use ``SeedSequence(seed, spawn_key=...)``).
-_TRAIN_TAG = 0x6C6561726E
+_TRAIN_TAG = TAGS["learned_training"]
 
 #: The extra training outputs hold at most this many values per dataset (128 MB of float64).
 _TRAIN_MAX_VALUES = 2**24

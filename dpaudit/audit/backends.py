@@ -39,7 +39,7 @@ from typing import Any
 
 import joblib
 
-from dpaudit.bounds.validation import check_choice, check_integer
+from dpaudit._core.validation import check_choice, check_integer
 
 __all__ = [
     "BACKENDS",

@@ -28,9 +28,9 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
+from dpaudit._core.validation import check_probability
 from dpaudit.audit.confidence import clopper_pearson_lower, clopper_pearson_upper, dkw_radius
 from dpaudit.bounds.tradeoff import PiecewiseLinearTradeoff, from_points
-from dpaudit.bounds.validation import check_probability
 
 __all__ = ["EmpiricalTradeoff", "cumulative_errors"]
 

@@ -41,6 +41,10 @@ from joblib import Parallel, delayed
 from joblib.externals.loky.process_executor import TerminatedWorkerError
 from tqdm import tqdm
 
+from dpaudit._core.provenance import audit_metadata
+from dpaudit._core.streams import STREAMS as _ALL_STREAMS
+from dpaudit._core.streams import chunk_generator
+from dpaudit._core.validation import check_choice, check_integer, check_probability
 from dpaudit.attacks.base import Attack
 from dpaudit.attacks.likelihood_ratio import LikelihoodRatio
 from dpaudit.attacks.threshold import Threshold
@@ -50,7 +54,6 @@ from dpaudit.audit.privacy_loss import PrivacyLossStatistics
 from dpaudit.audit.result import AuditResult
 from dpaudit.audit.store import ChunkStore
 from dpaudit.audit.strategies import STRATEGIES, default_selection_trials
-from dpaudit.bounds.validation import check_choice, check_integer, check_probability
 from dpaudit.mechanisms.base import NeighbouringPair
 
 __all__ = [
@@ -66,8 +69,11 @@ __all__ = [
     "auto_n_jobs",
 ]
 
-#: Random streams: ``SeedSequence(seed, spawn_key=(STREAMS[name], chunk))``.
-STREAMS = {"fit": 0, "pilot": 1, "selection": 2, "evaluation": 3, "probe": 4}
+#: The engine's random streams: ``SeedSequence(seed, spawn_key=(STREAMS[name], chunk))`` (the
+#: table of every stream is :data:`dpaudit._core.streams.STREAMS`).
+STREAMS = {
+    name: _ALL_STREAMS[name] for name in ("fit", "pilot", "selection", "evaluation", "probe")
+}
 
 #: Largest pilot sample per dataset (it fixes the score grid); never more than the selection.
 PILOT_TRIALS = 2**16
@@ -110,12 +116,6 @@ def default_chunk_size(values_per_output: int) -> int:
     values = check_integer("values_per_output", values_per_output, minimum=1)
     target = max(_CHUNK_VALUES // values, 1)
     return int(min(_MAX_CHUNK, max(_MIN_CHUNK, 2 ** int(math.floor(math.log2(target))))))
-
-
-def chunk_generator(seed: int, stream: str, chunk: int) -> np.random.Generator:
-    """The generator of chunk ``chunk`` of ``stream`` (one of :data:`STREAMS`)."""
-    ss = np.random.SeedSequence(seed, spawn_key=(STREAMS[stream], int(chunk)))
-    return np.random.default_rng(ss)
 
 
 def auto_n_jobs(predicted_seconds: float, cores: int | None = None) -> int:
@@ -255,7 +255,7 @@ def _fingerprint(
     edges = np.ascontiguousarray(job.grid.edges, dtype=float)
     fixed = job.fixed_thresholds
     return {
-        **AuditResult.describe(job.mechanism, job.pair, job.attack, job.privacy_loss),
+        **audit_metadata(job.mechanism, job.pair, job.attack, job.privacy_loss),
         "seed": job.seed,
         "trials": trials,
         "selection_trials": selection_trials,
@@ -581,5 +581,5 @@ def audit(
         fixed_thresholds=fixed,
         fixed_counts=fixed_counts,
         chunk_size=chunk_size,
-        metadata=AuditResult.describe(mechanism, pair, attack, exact),
+        metadata=audit_metadata(mechanism, pair, attack, exact),
     )

@@ -45,10 +45,10 @@ import numpy as np
 from scipy import stats
 from scipy.special import expit, ndtr, ndtri
 
+from dpaudit._core.validation import check_choice, check_integer, check_probability
 from dpaudit.bounds.gdp import gdp_epsilon
 from dpaudit.bounds.pld import poisson_subsampled_gaussian
 from dpaudit.bounds.tradeoff import TradeoffCurve
-from dpaudit.bounds.validation import check_choice, check_integer, check_probability
 
 __all__ = [
     "OneRunResult",

@@ -15,7 +15,7 @@ without re-running anything: the counts are the sufficient statistics of every n
 from __future__ import annotations
 
 import json
-import platform
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -25,6 +25,9 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
+from dpaudit._core.jsonvalues import json_leaf
+from dpaudit._core.provenance import audit_metadata
+from dpaudit._core.validation import check_probability
 from dpaudit.audit.confidence import clopper_pearson_upper
 from dpaudit.audit.empirical import EmpiricalTradeoff
 from dpaudit.audit.grid import ScoreGrid
@@ -36,9 +39,9 @@ from dpaudit.audit.strategies import (
     choose_threshold,
     oracle_errors,
 )
+from dpaudit.audit.witness import Witness
 from dpaudit.bounds.gdp import GDPTradeoff
 from dpaudit.bounds.tradeoff import TradeoffCurve
-from dpaudit.bounds.validation import check_probability
 from dpaudit.mechanisms.base import METHOD_KINDS, NeighbouringPair
 
 __all__ = ["AuditResult", "RESULT_FORMAT", "DEFAULT_DELTAS"]
@@ -51,21 +54,6 @@ DEFAULT_DELTAS = (0.0, 1e-5)
 
 #: A threshold enters the GDP estimate only if each of its four counts is at least this.
 _GDP_MIN_COUNT = 10
-
-
-def _versions() -> dict[str, str]:
-    from dpaudit import __version__
-
-    return {"dpaudit": __version__, "numpy": np.__version__, "python": platform.python_version()}
-
-
-def _json_default(value: Any) -> Any:
-    """numpy scalars and arrays in parameters, as plain JSON values."""
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
 def _float_key(value: float) -> str:
@@ -82,7 +70,7 @@ def _claimed_epsilon(claim: TradeoffCurve, delta: float) -> float | None:
     return None if np.isnan(value) else value
 
 
-def _refutation(claim: TradeoffCurve, witness: dict[str, Any]) -> dict[str, Any] | None:
+def _refutation(claim: TradeoffCurve, witness: Witness) -> dict[str, Any] | None:
     """How the certified point of ``witness`` refutes ``claim`` (see
     :meth:`AuditResult.verdict`), or ``None``.
 
@@ -143,33 +131,19 @@ class AuditResult:
     chunk_size: int = 0
     metadata: dict[str, Any] = field(default_factory=dict)
 
-    # ------------------------------------------------------------------ construction helpers
     @staticmethod
     def describe(
         mechanism: Any, pair: NeighbouringPair, attack: Any, exact: bool
     ) -> dict[str, Any]:
-        """The JSON-ready record of what was audited and with which software."""
-        params = mechanism.params() if callable(getattr(mechanism, "params", None)) else {}
-        return {
-            "mechanism": {
-                "name": getattr(mechanism, "name", type(mechanism).__name__),
-                "class": type(mechanism).__name__,
-                "params": params,
-            },
-            "attack": {
-                "name": attack.name,
-                "class": type(attack).__name__,
-                "params": attack.params(),
-                "exact_privacy_loss": bool(exact),
-            },
-            "pair": pair.to_dict(),
-            "versions": _versions(),
-            "random": {
-                "bit_generator": "PCG64",
-                "streams": "SeedSequence(seed, spawn_key=(stream, chunk)); streams 0 fit, "
-                "1 pilot, 2 selection, 3 evaluation, 4 probe",
-            },
-        }
+        """Deprecated: the engine's metadata helper, :func:`dpaudit._core.provenance.audit_metadata`
+        (to be removed in the next release; the result's own record is :attr:`metadata`)."""
+        warnings.warn(
+            "AuditResult.describe is deprecated and will be removed in the next release; "
+            "the record of an audit is result.metadata",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return audit_metadata(mechanism, pair, attack, exact)
 
     # ------------------------------------------------------------------ curves
     @property
@@ -211,7 +185,7 @@ class AuditResult:
         return bonferroni_candidates(sel.fp, sel.fn, sel.n_d, sel.n_d_prime)
 
     # ------------------------------------------------------------------ threshold choice
-    def _witness(self, objective: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> dict[str, Any]:
+    def _witness(self, objective: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Witness:
         """Choose a threshold by the strategy and read the evaluation counts there.
 
         ``objective(alpha_upper, beta_upper) -> array`` (larger is better); the choice itself is
@@ -248,21 +222,21 @@ class AuditResult:
             threshold, rule, fp_i, fn_i = float(self.grid.edges[j]), ">=", ev.fp[j], ev.fn[j]
             au_i = float(clopper_pearson_upper(fp_i, n0, g))
             bu_i = float(clopper_pearson_upper(fn_i, n1, g))
-        return {
-            "threshold": threshold,
-            "rule": f"D_prime iff score {rule} threshold",
-            "alpha": float(fp_i) / n0,
-            "beta": float(fn_i) / n1,
-            "alpha_upper": au_i,
-            "beta_upper": bu_i,
-            "strategy": strategy,
-            "candidates": int(k),
-            "gamma_per_bound": float(g),
-            "confidence": self.confidence,
-        }
+        return Witness(
+            threshold=threshold,
+            rule=f"D_prime iff score {rule} threshold",
+            alpha=float(fp_i) / n0,
+            beta=float(fn_i) / n1,
+            alpha_upper=au_i,
+            beta_upper=bu_i,
+            strategy=strategy,
+            candidates=int(k),
+            gamma_per_bound=float(g),
+            confidence=self.confidence,
+        )
 
     # ------------------------------------------------------------------ lower bounds
-    def epsilon_witness(self, delta: float = 0.0) -> dict[str, Any]:
+    def epsilon_witness(self, delta: float = 0.0) -> Witness:
         """The threshold behind :meth:`epsilon_lower_bound` and its numbers.
 
         Keys: ``threshold``, ``rule``, ``alpha``, ``beta`` (estimates), ``alpha_upper``,
@@ -272,23 +246,23 @@ class AuditResult:
         """
         delta = check_probability("delta", delta, high_open=True)
         w = self._witness(lambda a, b: epsilon_from_errors(a, b, delta))
-        w["delta"] = delta
-        w["epsilon"] = float(epsilon_from_errors(w["alpha_upper"], w["beta_upper"], delta))
-        a, b = w["alpha_upper"], w["beta_upper"]
+        a, b = w.alpha_upper, w.beta_upper
         # Which ratio attains the bound: (1 - delta - b) / a (test as given) or its mirror.
-        w["order"] = "d_d_prime" if (1 - delta - b) * b >= (1 - delta - a) * a else "d_prime_d"
-        return w
+        return w.with_(
+            delta=delta,
+            epsilon=float(epsilon_from_errors(a, b, delta)),
+            order="d_d_prime" if (1 - delta - b) * b >= (1 - delta - a) * a else "d_prime_d",
+        )
 
     def epsilon_lower_bound(self, delta: float = 0.0) -> float:
         """``eps`` such that the mechanism is not ``(eps', delta)``-DP for any ``eps' < eps``,
         at the stated confidence (docs/theory.md#empirical). Never negative."""
         return self.epsilon_witness(delta)["epsilon"]
 
-    def mu_witness(self) -> dict[str, Any]:
+    def mu_witness(self) -> Witness:
         """The threshold behind :meth:`mu_lower_bound` (keys as :meth:`epsilon_witness`, ``mu``)."""
         w = self._witness(mu_from_errors)
-        w["mu"] = float(mu_from_errors(w["alpha_upper"], w["beta_upper"]))
-        return w
+        return w.with_(mu=float(mu_from_errors(w.alpha_upper, w.beta_upper)))
 
     def mu_lower_bound(self) -> float:
         """``mu`` such that the mechanism is not ``mu'``-GDP for any ``mu' < mu``, at the stated
@@ -329,7 +303,7 @@ class AuditResult:
         a, b = self._ceiling_errors(kind)
         return float(np.max(mu_from_errors(a, b)))
 
-    def _margin_witness(self, claim: TradeoffCurve) -> dict[str, Any]:
+    def _margin_witness(self, claim: TradeoffCurve) -> Witness:
         """The claim's own test: the threshold chosen (by the strategy) to maximise the margin
         by which the two errors' upper bounds fall below ``claim``, in either order."""
 
@@ -419,16 +393,16 @@ class AuditResult:
         for label, w in named:
             evidence = _refutation(claim, w)
             if evidence is not None:
-                refuting.append((label, {**w, **evidence, "test": label}))
+                refuting.append((label, w.with_(**evidence, test=label)))
         out["refuted_by"] = [label for label, _ in refuting]
         out["verdict"] = "violated" if refuting else "consistent"
         if refuting:
-            out["witness"] = max(refuting, key=lambda item: item[1]["margin"])[1]
+            out["witness"] = max(refuting, key=lambda item: item[1].margin)[1]
         return out
 
     def violates(
         self, claim: TradeoffCurve, deltas: Sequence[float] = DEFAULT_DELTAS
-    ) -> dict[str, Any] | None:
+    ) -> Witness | None:
         """Evidence that the mechanism is not ``claim``-DP, or ``None``.
 
         The verdict of :meth:`verdict` (the claim's own test together with the ``eps`` bounds at
@@ -633,7 +607,7 @@ class AuditResult:
 
     def to_json(self, path: str | None = None, *, indent: int | None = None) -> str:
         """The :meth:`to_dict` record as strict JSON (no NaN/inf); written to ``path`` if given."""
-        text = json.dumps(self.to_dict(), indent=indent, allow_nan=False, default=_json_default)
+        text = json.dumps(self.to_dict(), indent=indent, allow_nan=False, default=json_leaf)
         if path is not None:
             with open(path, "w", encoding="utf-8") as fh:
                 fh.write(text)

@@ -29,10 +29,11 @@ import time
 
 import numpy as np
 
+from dpaudit._core.provenance import versions
+from dpaudit._core.validation import check_choice, check_probability
 from dpaudit.audit.engine import default_bins
 from dpaudit.audit.grid import ScoreGrid
-from dpaudit.audit.result import AuditResult, _versions
-from dpaudit.bounds.validation import check_choice, check_probability
+from dpaudit.audit.result import AuditResult
 from dpaudit.mechanisms.base import NeighbouringPair
 
 __all__ = ["audit_scores", "split_scores", "counts_on_grid", "AUTO_MEDIAN_BELOW"]
@@ -180,7 +181,7 @@ def audit_scores(
             "exact_privacy_loss": False,
         },
         "pair": pair.to_dict(),
-        "versions": _versions(),
+        "versions": versions(libraries=("numpy",)),
         "random": {"split": f"default_rng(SeedSequence({int(seed)})).permutation per side"},
     }
     median = np.median(np.concatenate([sel0, sel1])) if strategy == "median" else None

@@ -79,9 +79,9 @@ from typing import Any
 
 import numpy as np
 
+from dpaudit._core.validation import check_integer
 from dpaudit.audit.confidence import clopper_pearson_upper
 from dpaudit.bounds.tradeoff import TradeoffCurve
-from dpaudit.bounds.validation import check_integer
 
 __all__ = [
     "STRATEGIES",

@@ -16,14 +16,14 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import special
 
-from dpaudit.bounds.tradeoff import PiecewiseLinearTradeoff, from_delta
-from dpaudit.bounds.validation import (
+from dpaudit._core.validation import (
     check_eps_array,
     check_integer,
     check_nonnegative,
     check_probability,
     scalar_like,
 )
+from dpaudit.bounds.tradeoff import PiecewiseLinearTradeoff, from_delta
 
 __all__ = [
     "basic_composition",

@@ -26,8 +26,8 @@ import numpy as np
 from scipy import integrate
 from scipy.special import erfcx, log_ndtr, ndtr, ndtri
 
-from dpaudit.bounds.tradeoff import TradeoffCurve
-from dpaudit.bounds.validation import (
+from dpaudit._core.modules import make_callable
+from dpaudit._core.validation import (
     check_choice,
     check_eps_array,
     check_integer,
@@ -35,6 +35,7 @@ from dpaudit.bounds.validation import (
     check_positive,
     check_probability,
 )
+from dpaudit.bounds.tradeoff import TradeoffCurve, register_composition
 
 __all__ = [
     "GDPTradeoff",
@@ -393,3 +394,23 @@ def berry_esseen(rate: float, sigma: float, steps: int) -> BerryEsseenTradeoff:
     gamma = 0.56 * fun.kappa3_bar / (math.sqrt(t) * var**1.5)
     name = f"Berry-Esseen(q={q:g}, sigma={s:g}, T={t})"
     return BerryEsseenTradeoff(mu, gamma, fun, name=name)
+
+
+def _compose_gdp(curves: list[TradeoffCurve]) -> GDPTradeoff | None:
+    """``G_mu1 ⊗ ... ⊗ G_mun = G_sqrt(sum mu_i^2)`` (DRS Corollary 2); ``None`` unless every
+    curve is Gaussian DP."""
+    if not all(isinstance(c, GDPTradeoff) for c in curves):
+        return None
+    kinds = {c.kind for c in curves}
+    kind = (
+        kinds.pop()
+        if len(kinds) == 1
+        else ("approximation" if "approximation" in kinds else "bound")
+    )
+    return gdp(math.sqrt(math.fsum(c.mu**2 for c in curves)), kind=kind)
+
+
+register_composition(_compose_gdp)
+
+# ``dpaudit.bounds.gdp`` is this module and, called, the curve constructor gdp(mu).
+make_callable(__name__, "gdp")

@@ -69,14 +69,19 @@ import numpy as np
 import scipy.fft
 from scipy import special
 
-from dpaudit.bounds.tradeoff import PiecewiseLinearTradeoff, TradeoffCurve, from_points
-from dpaudit.bounds.validation import (
+from dpaudit._core.validation import (
     check_choice,
     check_eps_array,
     check_integer,
     check_positive,
     check_probability,
     check_real,
+)
+from dpaudit.bounds.tradeoff import (
+    PiecewiseLinearTradeoff,
+    TradeoffCurve,
+    from_points,
+    register_composition,
 )
 
 __all__ = [
@@ -1503,3 +1508,6 @@ def compose_tradeoffs(
     names = " x ".join(getattr(c, "name", "f") for c in curves)
     a, b = total._curve_vertices("lower")
     return from_points(a, b, name=f"composition({names})", kind="bound")
+
+
+register_composition(compose_tradeoffs, general=True)

@@ -20,8 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from dpaudit.bounds.tradeoff import TradeoffCurve
-from dpaudit.bounds.validation import (
+from dpaudit._core.validation import (
     check_choice,
     check_eps_array,
     check_integer,
@@ -30,6 +29,7 @@ from dpaudit.bounds.validation import (
     check_probability,
     scalar_like,
 )
+from dpaudit.bounds.tradeoff import TradeoffCurve
 
 __all__ = [
     "DEFAULT_ORDERS",

@@ -21,12 +21,13 @@ numerical dual (grid search refined by golden-section search); its absolute accu
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 
 import numpy as np
 from scipy.optimize import isotonic_regression
 
-from dpaudit.bounds.validation import (
+from dpaudit._core.validation import (
     check_array_in_unit_interval,
     check_choice,
     check_eps_array,
@@ -44,8 +45,8 @@ __all__ = [
     "from_delta",
     "identity",
     "approx_dp",
-    "laplace",
-    "randomized_response",
+    "laplace_tradeoff",
+    "randomized_response_tradeoff",
     "symmetrize",
     "subsample",
     "compose",
@@ -565,7 +566,7 @@ def approx_dp(eps: float, delta: float) -> TradeoffCurve:
     )
 
 
-def laplace(eps: float) -> TradeoffCurve:
+def laplace_tradeoff(eps: float) -> TradeoffCurve:
     """``T(Lap(0, b), Lap(Delta, b))`` with ``eps = Delta / b`` (DRS Section 2.2;
     docs/theory.md#tradeoff).
 
@@ -592,7 +593,7 @@ def laplace(eps: float) -> TradeoffCurve:
     )
 
 
-def randomized_response(eps: float, k: int = 2) -> TradeoffCurve:
+def randomized_response_tradeoff(eps: float, k: int = 2) -> TradeoffCurve:
     """Exact trade-off of k-ary randomized response between two different true values.
 
     The true value is kept with probability ``e^eps / (e^eps + k - 1)``, otherwise one of the
@@ -771,6 +772,33 @@ def subsample(f: TradeoffCurve, p: float) -> TradeoffCurve:
     return TradeoffCurve(fn, name=name, kind=kind, symmetric=True, delta_fn=delta_fn)
 
 
+#: How ``compose`` combines curves, filled in by the theory modules when they are imported (they
+#: sit above this module, so it cannot import them): ``exact`` rules are tried in order and return
+#: ``None`` when they do not apply (Gaussian DP composes in closed form); ``general`` composes any
+#: curves (through privacy loss distributions).
+_COMPOSITION_RULES: dict[str, list[Callable[[list[TradeoffCurve]], TradeoffCurve | None]]] = {
+    "exact": [],
+    "general": [],
+}
+
+
+def register_composition(
+    rule: Callable[[list[TradeoffCurve]], TradeoffCurve | None], *, general: bool = False
+) -> None:
+    """Teach :func:`compose` a composition rule (called by :mod:`dpaudit.bounds.gdp` and
+    :mod:`dpaudit.bounds.pld` at import, so that this module does not import them).
+
+    Parameters
+    ----------
+    rule:
+        Takes the list of curves; returns their composition, or ``None`` when the rule does not
+        apply (``general`` rules must always apply).
+    general:
+        True for the fallback rule that composes any curves.
+    """
+    _COMPOSITION_RULES["general" if general else "exact"].append(rule)
+
+
 def compose(*curves: TradeoffCurve) -> TradeoffCurve:
     """The tensor product ``f_1 ⊗ ... ⊗ f_n`` (DRS Theorem 4): the guarantee of running the
     mechanisms one after the other on the same data.
@@ -786,17 +814,35 @@ def compose(*curves: TradeoffCurve) -> TradeoffCurve:
             raise ValueError(f"curves[{i}] must be a TradeoffCurve, got {type(c).__name__}")
     if len(curves) == 1:
         return curves[0]
-    from dpaudit.bounds.gdp import GDPTradeoff, gdp
+    for rule in (*_COMPOSITION_RULES["exact"], *_COMPOSITION_RULES["general"]):
+        out = rule(list(curves))
+        if out is not None:
+            return out
+    raise ValueError("no composition rule applies: import dpaudit.bounds first")
 
-    if all(isinstance(c, GDPTradeoff) for c in curves):
-        kinds = {c.kind for c in curves}
-        kind = (
-            kinds.pop()
-            if len(kinds) == 1
-            else ("approximation" if "approximation" in kinds else "bound")
-        )
-        mu = math.sqrt(math.fsum(c.mu**2 for c in curves))
-        return gdp(mu, kind=kind)
-    from dpaudit.bounds.pld import compose_tradeoffs
 
-    return compose_tradeoffs(list(curves))
+#: Names of the previous release, kept for one release with a DeprecationWarning: they read the
+#: same as the privacy-loss-distribution constructors :func:`dpaudit.bounds.pld.laplace` and
+#: :func:`dpaudit.bounds.pld.randomized_response`, which take different arguments.
+DEPRECATED_NAMES = {
+    "laplace": "laplace_tradeoff",
+    "randomized_response": "randomized_response_tradeoff",
+}
+
+
+def deprecated_name(module: str, name: str) -> object:
+    """The object behind a deprecated name of :data:`DEPRECATED_NAMES`, with a warning."""
+    if name not in DEPRECATED_NAMES:
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    new = DEPRECATED_NAMES[name]
+    warnings.warn(
+        f"{module}.{name} is deprecated and will be removed in the next release; "
+        f"use dpaudit.bounds.{new}",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return globals()[new]
+
+
+def __getattr__(name: str) -> object:
+    return deprecated_name(__name__, name)

@@ -37,8 +37,8 @@ from typing import Any
 
 import numpy as np
 
+from dpaudit._core.validation import check_choice
 from dpaudit.bounds.tradeoff import TradeoffCurve
-from dpaudit.bounds.validation import check_choice
 from dpaudit.mechanisms.base import (
     RELATIONS,
     CurveProfile,

@@ -68,7 +68,7 @@ import numpy as np
 from scipy import sparse
 from scipy.special import expit
 
-from dpaudit.bounds.validation import (
+from dpaudit._core.validation import (
     check_choice,
     check_integer,
     check_positive,

@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from dpaudit._core.validation import check_positive
 from dpaudit.bounds import pld as pld_lib
 from dpaudit.bounds.gdp import gdp
 from dpaudit.bounds.rdp import DEFAULT_ORDERS, RDPCurve, rdp_gaussian
-from dpaudit.bounds.validation import check_positive
 from dpaudit.mechanisms.base import (
     AdditiveNoiseMechanism,
     CurveProfile,

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from dpaudit._core.provenance import __version__
 from dpaudit.reports.writer import atomic_directory
 
 __all__ = ["one_run_rows", "write_one_run"]
@@ -49,8 +50,6 @@ def write_one_run(
     notes: Sequence[str] = (),
 ) -> Path:
     """Write the report of one or more one-run audits (``name -> OneRunResult``) to ``path``."""
-    from dpaudit import __version__
-
     rows = one_run_rows(results)
     document = {
         "dpaudit_version": __version__,

@@ -23,15 +23,16 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import platform
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from dpaudit._core.jsonvalues import from_json_value, to_json_value
+from dpaudit._core.provenance import __version__, versions
+from dpaudit._core.validation import check_choice, check_probability
 from dpaudit.bounds.tradeoff import TradeoffCurve
-from dpaudit.bounds.validation import check_choice, check_probability
 from dpaudit.mechanisms.base import METHOD_KINDS, Mechanism
 
 __all__ = [
@@ -84,51 +85,6 @@ PROFILE_POINTS = 121
 def delta_key(delta: float) -> str:
     """How a delta is written as a key of ``results.json``: ``repr(float(delta))``."""
     return repr(float(delta))
-
-
-def to_json_value(value: Any) -> Any:
-    """``value`` with numpy scalars and arrays made plain and non-finite floats as strings."""
-    if isinstance(value, Mapping):
-        return {str(k): to_json_value(v) for k, v in value.items()}
-    if isinstance(value, np.ndarray):
-        return [to_json_value(v) for v in value.tolist()]
-    if isinstance(value, list | tuple):
-        return [to_json_value(v) for v in value]
-    if isinstance(value, bool | np.bool_):
-        return bool(value)
-    if isinstance(value, int | np.integer):
-        return int(value)
-    if isinstance(value, float | np.floating):
-        out = float(value)
-        return out if math.isfinite(out) else str(out)
-    return value
-
-
-def from_json_value(value: Any) -> float | None:
-    """A number read from ``results.json``: floats stay, ``"inf"``/``"-inf"``/``"nan"`` become
-    floats, ``None`` stays ``None``."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return float(value)
-    return float(value)
-
-
-def versions() -> dict[str, str]:
-    """Versions of dpaudit, Python and the numerical libraries, for the record of a run."""
-    import matplotlib
-    import scipy
-
-    from dpaudit import __version__
-
-    return {
-        "dpaudit": __version__,
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "scipy": scipy.__version__,
-        "matplotlib": matplotlib.__version__,
-        "platform": platform.platform(terse=True),
-    }
 
 
 def _curve_points(curve: TradeoffCurve) -> dict[str, list[float]]:
@@ -407,8 +363,6 @@ def as_record(result: Any) -> dict[str, Any]:
 
 def results_document(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The content of ``results.json``: ``{"dpaudit_version": ..., "audits": [...]}``."""
-    from dpaudit import __version__
-
     return {"dpaudit_version": __version__, "audits": [dict(r) for r in records]}
 
 

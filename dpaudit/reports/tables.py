@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpaudit.bounds.validation import check_nonnegative, check_probability
+from dpaudit._core.validation import check_nonnegative, check_probability
 from dpaudit.mechanisms.base import METHOD_KINDS, Mechanism
 from dpaudit.reports.records import as_record, from_json_value, tightness_ratio
 from dpaudit.reports.text import claim_label, format_delta, format_number, method_title
