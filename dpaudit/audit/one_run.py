@@ -1,9 +1,12 @@
 """One-run audits: many canaries, each included with probability 1/2, one training run.
 
 Every canary ``i`` of ``m`` is included independently with probability ``1/2``; the trained model
-gives every canary a score (larger = "included"). The auditor guesses "included" for the ``k``
-canaries with the largest scores and abstains on the others (one-sided guesses, ``k_- = 0``), and
-counts the correct guesses ``c``. Two tests turn ``(m, k, c)`` into a lower bound:
+gives every canary a score (larger = "included"). The auditor guesses "included" for the ``k_+``
+canaries with the largest scores, "excluded" for the ``k_-`` canaries with the smallest scores,
+and abstains on the others; ``c`` of its ``k = k_+ + k_-`` guesses are correct. Both papers guess
+both ways (``sides="both"``, the default, splits ``k`` evenly); ``sides="in"`` makes only the
+``k_+ = k`` positive guesses. Two tests turn ``(m, k, c)`` into a lower bound (both hold for any
+guesses in {-1, 0, +1} that depend on the scores only):
 
 - ``method="steinke"``: Steinke, Nasr & Jagielski 2023, "Privacy Auditing with One (1) Training
   Run", Theorem 5.2. If the algorithm is (eps, delta)-DP, then for every ``v``
@@ -11,7 +14,7 @@ counts the correct guesses ``c``. Two tests turn ``(m, k, c)`` into a lower boun
   ``f(v) = P[Binomial(k, e^eps / (1 + e^eps)) >= v]``. The bound is the largest ``eps`` at which
   this p-value is below the test level.
 - ``method="fdp"``: Mahloujifar, Melis & Chaudhuri 2025, "Auditing f-Differential Privacy in One
-  Run", Theorem 3.1 computed by their Algorithm 3 (one-sided guesses). For a trade-off curve
+  Run", Theorem 3.1 computed by their Algorithm 3. For a trade-off curve
   ``f`` and ``b(x) = f(1 - x)``: ``r = tau c / m``, ``h = tau (k - c) / m``; for
   ``i = c - 1, ..., 0``: ``h' = max(h, b(r))``, ``r = min(r + i / (k - i) (h' - h), 1)``,
   ``h = h'``. The hypothesis "f-DP" is rejected at level ``tau`` when ``r + h > k / m``. Over an
@@ -24,8 +27,9 @@ counts the correct guesses ``c``. Two tests turn ``(m, k, c)`` into a lower boun
   ``steps`` times, so a rejection of it implies the rejection of the exact curve).
 
 The number of guesses is chosen validly: either fixed by the caller (``guesses=k``), or the best
-of a fixed grid of :data:`GUESS_GRID_SIZE` values (log-spaced from 10 to ``m``, fixed before the
-scores are seen) with a Bonferroni correction (each member tested at ``gamma / K``). The published
+of a fixed grid of :data:`GUESS_GRID_SIZE` totals ``k`` (log-spaced from 10 to ``m``, fixed before
+the scores are seen, each split into ``(k_+, k_-)`` by ``sides``) with a Bonferroni correction
+(each member tested at ``gamma / K``). The published
 one-run code sweeps ``k`` without a correction; ``strategy="sweep"`` does the same and is labelled
 **uncorrected** in the result: it is not a bound at the stated confidence.
 """
@@ -51,6 +55,8 @@ __all__ = [
     "GUESS_GRID_SIZE",
     "audit_one_run",
     "guess_grid",
+    "split_guesses",
+    "correct_guesses",
     "simulate_one_run",
     "steinke_p_value",
     "steinke_epsilon",
@@ -66,6 +72,7 @@ GUESS_GRID_SIZE = 16
 _METHODS = ("fdp", "steinke")
 _FAMILIES = ("gdp", "subsampled_gaussian")
 _STRATEGIES = ("bonferroni", "sweep")
+_SIDES = ("both", "in")
 
 
 def simulate_one_run(
@@ -90,6 +97,24 @@ def guess_grid(m: int, size: int = GUESS_GRID_SIZE) -> np.ndarray:
     """The fixed candidate guess counts: ``size`` values log-spaced from ``min(10, m)`` to ``m``."""
     m = check_integer("m", m, minimum=1)
     return np.unique(np.round(np.geomspace(min(10, m), m, size)).astype(np.int64))
+
+
+def split_guesses(k: int, sides: str = "both") -> tuple[int, int]:
+    """``(k_+, k_-)`` for ``k`` guesses in total: ``(ceil(k / 2), floor(k / 2))`` for
+    ``sides="both"``, ``(k, 0)`` for ``sides="in"``."""
+    k = check_integer("k", k, minimum=0)
+    sides = check_choice("sides", sides, _SIDES)
+    return (k, 0) if sides == "in" else ((k + 1) // 2, k // 2)
+
+
+def correct_guesses(scores: object, included: object, k_in: int, k_out: int) -> int:
+    """Correct guesses when the ``k_in`` top-scoring canaries are guessed "included" and the
+    ``k_out`` lowest-scoring ones "excluded" (ties broken by index, never by membership)."""
+    s, z = _check_inputs(scores, included)
+    k_in = check_integer("k_in", k_in, minimum=0, maximum=s.size)
+    k_out = check_integer("k_out", k_out, minimum=0, maximum=s.size - k_in)
+    ordered = z[np.argsort(-s, kind="stable")]
+    return int(ordered[:k_in].sum()) + k_out - int(ordered[s.size - k_out :].sum())
 
 
 def steinke_p_value(m: int, k: int, c: int, eps: float, delta: float) -> float:
@@ -221,7 +246,8 @@ class OneRunResult:
     converts. ``ceiling`` is the same bound if every guess
     had been correct (what a perfect attack could certify with these ``m`` canaries).
     ``corrected`` is False for an uncorrected sweep: then the numbers are **estimates**, not
-    bounds at ``confidence``.
+    bounds at ``confidence``. ``guesses = guesses_in + guesses_out``: the top-scoring canaries
+    guessed "included" and the lowest-scoring guessed "excluded".
     """
 
     method: str
@@ -240,6 +266,9 @@ class OneRunResult:
     family: str = "gdp"
     sample_rate: float | None = None
     steps: int | None = None
+    sides: str = "both"
+    guesses_in: int = 0
+    guesses_out: int = 0
 
     def _eps(self, value: float, delta: float) -> float:
         if self.method == "steinke":
@@ -309,6 +338,7 @@ def audit_one_run(
     confidence: float = 0.95,
     method: str = "fdp",
     guesses: int | None = None,
+    sides: str = "both",
     strategy: str = "bonferroni",
     family: str = "gdp",
     sample_rate: float | None = None,
@@ -331,8 +361,12 @@ def audit_one_run(
         ``"fdp"`` (Mahloujifar et al. 2025, Gaussian DP family) or ``"steinke"`` (Steinke et al.
         2023, (eps, delta)).
     guesses:
-        Guess "included" for this many top-scoring canaries (chosen before seeing the scores).
+        Total number of guesses ``k`` (chosen before seeing the scores), split by ``sides``.
         Default: the best of :func:`guess_grid` with a Bonferroni correction.
+    sides:
+        ``"both"``: guess "included" for the ``ceil(k / 2)`` top-scoring canaries and
+        "excluded" for the ``floor(k / 2)`` lowest-scoring ones, as both papers do; ``"in"``:
+        only the ``k`` top-scoring canaries, guessed "included".
     strategy:
         ``"bonferroni"`` (valid) or ``"sweep"``: the best of the grid without correction, as the
         published code does; labelled an estimate, not a bound.
@@ -347,6 +381,7 @@ def audit_one_run(
     confidence = check_probability("confidence", confidence, low_open=True, high_open=True)
     method = check_choice("method", method, _METHODS)
     strategy = check_choice("strategy", strategy, _STRATEGIES)
+    sides = check_choice("sides", sides, _SIDES)
     family = check_choice("family", family, _FAMILIES)
     if family == "subsampled_gaussian":
         if method != "fdp":
@@ -363,15 +398,17 @@ def audit_one_run(
     gamma = 1.0 - confidence
     level = gamma / grid.size if strategy == "bonferroni" else gamma
     # Stable descending order; ties broken by index, never by membership.
-    order = np.argsort(-s, kind="stable")
-    hits = np.cumsum(z[order])
+    ordered = z[np.argsort(-s, kind="stable")]
+    top_hits = np.concatenate(([0], np.cumsum(ordered)))
+    bottom_hits = np.concatenate(([0], np.cumsum(1 - ordered[::-1])))
+    splits = {int(k): split_guesses(int(k), sides) for k in grid}
 
     def bound(k: int, c: int) -> float:
         if method == "steinke":
             return steinke_epsilon(m, k, c, delta, level)
         return fdp_mu(m, k, c, level)
 
-    counts = [(int(k), int(hits[k - 1])) for k in grid]
+    counts = [(k, int(top_hits[k_in] + bottom_hits[k_out])) for k, (k_in, k_out) in splits.items()]
     if family == "subsampled_gaussian":
         # Smaller sigma = less private: the bound is the smallest rejected sigma.
         best = subsampled_gaussian_sigma(m, counts, level, sample_rate, steps)
@@ -405,4 +442,7 @@ def audit_one_run(
         family=family,
         sample_rate=sample_rate,
         steps=steps,
+        sides=sides,
+        guesses_in=splits[best_k][0],
+        guesses_out=splits[best_k][1],
     )

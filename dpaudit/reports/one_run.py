@@ -21,7 +21,8 @@ __all__ = ["one_run_rows", "write_one_run"]
 
 
 def one_run_rows(results: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """One row per audit: name, method, canaries, guesses, correct, eps, ceiling, label."""
+    """One row per audit: name, method, canaries, guesses "in" + "out", correct, eps, ceiling,
+    label."""
     rows = []
     for name, r in results.items():
         rows.append(
@@ -29,7 +30,7 @@ def one_run_rows(results: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "audit": name,
                 "method": r.method,
                 "canaries": r.m,
-                "guesses": r.guesses,
+                "guesses (in + out)": f"{r.guesses_in} + {r.guesses_out}",
                 "correct": r.correct,
                 "delta": r.delta,
                 "eps": round(r.epsilon_lower_bound(), 4),

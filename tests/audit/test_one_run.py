@@ -6,9 +6,11 @@ from scipy import stats
 
 from dpaudit.audit.one_run import (
     audit_one_run,
+    correct_guesses,
     fdp_mu,
     fdp_rejects_gdp,
     simulate_one_run,
+    split_guesses,
     steinke_p_value,
 )
 from dpaudit.bounds.gdp import gdp_epsilon
@@ -47,6 +49,46 @@ def test_idealised_setting_below_truth_and_positive():
     assert fdp.mu_lower_bound() <= 1.0
 
 
+def test_correct_guesses_brute_force():
+    """Top ``k_in`` guessed in, bottom ``k_out`` guessed out, counted one canary at a time."""
+    rng = np.random.default_rng(3)
+    s, z = rng.integers(0, 5, 40).astype(float), rng.integers(0, 2, 40)
+    order = sorted(range(40), key=lambda i: (-s[i], i))
+    for k_in, k_out in [(0, 0), (7, 0), (0, 9), (13, 11), (20, 20)]:
+        top, bottom = order[:k_in], order[40 - k_out :]
+        expected = sum(z[i] == 1 for i in top) + sum(z[i] == 0 for i in bottom)
+        assert correct_guesses(s, z, k_in, k_out) == expected
+    assert split_guesses(11) == (6, 5) and split_guesses(11, "in") == (11, 0)
+    with pytest.raises(ValueError, match="k_out"):
+        correct_guesses(s, z, 30, 11)
+
+
+def test_two_sided_guesses_are_symmetric():
+    """Both orders of the pair: negating the scores and flipping membership swaps the "in" and
+    "out" guesses and leaves an even split's count and bounds unchanged."""
+    s, z = simulate_one_run(4000, 1.0, seed=2)
+    for method in ("fdp", "steinke"):
+        a = audit_one_run(s, z, method=method, guesses=400)
+        b = audit_one_run(-s, 1 - z, method=method, guesses=400)
+        assert (a.guesses_in, a.guesses_out) == (200, 200)
+        assert a.correct == b.correct and a.bound == b.bound
+        assert a.correct == correct_guesses(s, z, 200, 200)
+
+
+def test_two_sided_uses_more_evidence():
+    """m = 10^4, mu = 1, seeds 0-4: on average guessing both ways certifies more than guessing
+    "in" only (the excluded canaries carry as much evidence as the included ones). Measured
+    means: fdp 2.53 vs 2.37, steinke 1.84 vs 1.58; single seeds can go either way for fdp."""
+    runs = [simulate_one_run(10_000, 1.0, seed=seed) for seed in range(5)]
+    for method in ("fdp", "steinke"):
+        both = [audit_one_run(s, z, method=method) for s, z in runs]
+        one = [audit_one_run(s, z, method=method, sides="in") for s, z in runs]
+        assert all(r.sides == "both" for r in both) and all(r.guesses_out == 0 for r in one)
+        mean_both = np.mean([r.epsilon_lower_bound() for r in both])
+        mean_one = np.mean([r.epsilon_lower_bound() for r in one])
+        assert mean_both > 1.05 * mean_one
+
+
 def _point_estimate(scores, included):
     """Steinke et al.'s point estimate log(c / (k - c)) at the best k of the grid (no
     confidence): what the bound would be without its statistical correction."""
@@ -60,8 +102,9 @@ def _point_estimate(scores, included):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("sides", ["both", "in"])
 @pytest.mark.parametrize("method", ["fdp", "steinke"])
-def test_coverage(method):
+def test_coverage(method, sides):
     """100 seeds of m = 2000 canaries with mu = 1. Each seed exceeds the true eps (at delta =
     1e-5) with probability <= 5%; 12 exceedances allowed (false-failure probability ~0.2%).
     The point estimate in place of the bound exceeds the truth in most seeds, so the assertion
@@ -70,7 +113,8 @@ def test_coverage(method):
     over = over_point = 0
     for seed in range(100):
         s, z = simulate_one_run(2000, 1.0, seed=10_000 + seed)
-        over += audit_one_run(s, z, method=method).epsilon_lower_bound() > truth
+        r = audit_one_run(s, z, method=method, sides=sides)
+        over += r.epsilon_lower_bound() > truth
         over_point += _point_estimate(s, z) > truth
     assert over <= 12
     assert over_point > 12
@@ -100,6 +144,7 @@ def test_uncorrected_sweep_is_labelled():
         ({"scores": np.full(10, np.nan)}, "scores"),
         ({"method": "x"}, "method"),
         ({"guesses": 11}, "guesses"),
+        ({"sides": "out"}, "sides"),
         ({"delta": -1.0}, "delta"),
     ],
 )
