@@ -19,15 +19,15 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 from scipy import special
 
 from dpaudit._core.jsonvalues import json_leaf
 from dpaudit._core.provenance import audit_metadata
 from dpaudit._core.validation import check_probability
+from dpaudit.audit import frames
 from dpaudit.audit.confidence import clopper_pearson_upper
 from dpaudit.audit.empirical import EmpiricalTradeoff
 from dpaudit.audit.grid import ScoreGrid
@@ -42,7 +42,10 @@ from dpaudit.audit.strategies import (
 from dpaudit.audit.witness import Witness
 from dpaudit.bounds.gdp import GDPTradeoff
 from dpaudit.bounds.tradeoff import TradeoffCurve
-from dpaudit.mechanisms.base import METHOD_KINDS, NeighbouringPair
+from dpaudit.mechanisms.base import NeighbouringPair
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["AuditResult", "RESULT_FORMAT", "DEFAULT_DELTAS"]
 
@@ -194,43 +197,27 @@ class AuditResult:
         """
         ev = self.tradeoff
         n0, n1 = ev.n_d, ev.n_d_prime
-        strategy = self.strategy
-        if strategy == "fixed":
-            fp, fn = self.fixed_counts
-            k = fp.size
-            g = self.gamma / (2 * k)
-            au = clopper_pearson_upper(fp, n0, g)
-            bu = clopper_pearson_upper(fn, n1, g)
-            i = int(np.argmax(objective(au, bu)))
-            threshold, rule, fp_i, fn_i = float(self.fixed_thresholds[i]), ">", fp[i], fn[i]
-            au_i, bu_i = float(au[i]), float(bu[i])
+        selection = None
+        if self.strategy == "fixed":
+            thresholds, rule = self.fixed_thresholds, ">"
+            evaluation = (self.fixed_counts[0], self.fixed_counts[1], n0, n1)
         else:
+            thresholds, rule = self.grid.edges, ">="
+            evaluation = (ev.fp, ev.fn, n0, n1)
             sel = self.selection_tradeoff
-            choice = choose_threshold(
-                strategy,
-                objective,
-                (sel.fp, sel.fn, sel.n_d, sel.n_d_prime),
-                (ev.fp, ev.fn, n0, n1),
-                self.gamma,
-            )
-            j, g, k, strategy = (
-                choice["index"],
-                choice["gamma_per_bound"],
-                choice["candidates"],
-                choice["strategy"],
-            )
-            threshold, rule, fp_i, fn_i = float(self.grid.edges[j]), ">=", ev.fp[j], ev.fn[j]
-            au_i = float(clopper_pearson_upper(fp_i, n0, g))
-            bu_i = float(clopper_pearson_upper(fn_i, n1, g))
+            selection = (sel.fp, sel.fn, sel.n_d, sel.n_d_prime)
+        choice = choose_threshold(self.strategy, objective, selection, evaluation, self.gamma)
+        j, g = choice["index"], choice["gamma_per_bound"]
+        fp_i, fn_i = evaluation[0][j], evaluation[1][j]
         return Witness(
-            threshold=threshold,
+            threshold=float(thresholds[j]),
             rule=f"D_prime iff score {rule} threshold",
             alpha=float(fp_i) / n0,
             beta=float(fn_i) / n1,
-            alpha_upper=au_i,
-            beta_upper=bu_i,
-            strategy=strategy,
-            candidates=int(k),
+            alpha_upper=float(clopper_pearson_upper(fp_i, n0, g)),
+            beta_upper=float(clopper_pearson_upper(fn_i, n1, g)),
+            strategy=choice["strategy"],
+            candidates=int(choice["candidates"]),
             gamma_per_bound=float(g),
             confidence=self.confidence,
         )
@@ -463,86 +450,21 @@ class AuditResult:
         mu = max(float(np.sum(weights * mu_j) / np.sum(weights)), 0.0)
         return {"mu": mu, "thresholds": int(pairs.shape[0]), **base}
 
-    # ------------------------------------------------------------------ theory
+    # ------------------------------------------------------------------ tables
     def theory_comparison(
         self, methods: Sequence[str] | None = None, deltas: Sequence[float] = DEFAULT_DELTAS
     ) -> pd.DataFrame:
-        """Lower bounds beside the mechanism's theoretical values, one row per method.
-
-        For every theory ``method`` (default: all of ``mechanism.theory_methods``): ``eps`` at
-        each ``delta`` (theory ``mechanism.epsilon(delta, method)``), and ``mu`` (theory: the
-        ``mu`` of the method's trade-off curve ``f`` read at the witness point,
-        ``Phi^{-1}(1 - alpha+) - Phi^{-1}(f(alpha+))``; for an exact ``G_mu`` this is ``mu``).
-        ``tightness = lower_bound / theory`` (0 when the theory is infinite). A method that cannot
-        answer at some ``delta`` gets ``NaN`` there and says why in the ``note`` column.
-        """
-        if self.mechanism is None:
-            raise ValueError("theory_comparison needs the mechanism object (not kept in JSON)")
-        if methods is None:
-            methods = tuple(self.mechanism.theory_methods)
-        deltas = [check_probability("delta", d, high_open=True) for d in deltas]
-        eps_lb = {d: self.epsilon_lower_bound(d) for d in deltas}
-        mu_w = self.mu_witness()
-        rows = []
-        for method in methods:
-            kind = METHOD_KINDS.get(method, "bound")
-            for d in deltas:
-                try:
-                    theory = float(self.mechanism.epsilon(d, method=method))
-                except ValueError as exc:
-                    row = self._row("epsilon", f"delta={d:g}", method, kind, eps_lb[d], np.nan)
-                    row["note"] = f"theory unavailable: {exc}"
-                    rows.append(row)
-                    continue
-                rows.append(self._row("epsilon", f"delta={d:g}", method, kind, eps_lb[d], theory))
-            curve = self.mechanism.tradeoff(method=method)
-            a = mu_w["alpha_upper"]
-            beta = float(curve(a))
-            theory = float(-special.ndtri(a) - special.ndtri(beta)) if beta > 0 else np.inf
-            rows.append(self._row("mu", f"alpha={a:.6g}", method, kind, mu_w["mu"], theory))
-        return pd.DataFrame(rows)
-
-    def _row(
-        self, quantity: str, query: str, method: str, kind: str, lb: float, theory: float
-    ) -> dict[str, Any]:
-        if np.isnan(theory):
-            tight = np.nan
-        elif np.isinf(theory):
-            tight = 0.0
-        elif theory > 0:
-            tight = lb / theory
-        else:
-            tight = 1.0 if lb == 0 else np.inf
-        return {
-            "quantity": quantity,
-            "query": query,
-            "method": method,
-            "kind": kind,
-            "lower_bound": lb,
-            "theory": theory,
-            "tightness": tight,
-            "strategy": self.strategy,
-            "confidence": self.confidence,
-            "note": "",
-        }
+        """Lower bounds beside the mechanism's theoretical values, one row per method and number:
+        :func:`dpaudit.audit.frames.theory_comparison`."""
+        return frames.theory_comparison(self, methods, deltas)
 
     def tightness(
         self, deltas: Sequence[float] = (1e-5,), method: str | None = None
     ) -> dict[str, float]:
-        """``lower bound / theoretical value`` for ``eps`` at each ``delta`` and for ``mu``, by
-        ``method`` (default: the mechanism's first, tightest theory method)."""
-        if self.mechanism is None:
-            raise ValueError("tightness needs the mechanism object (not kept in JSON)")
-        if method is None:
-            method = self.mechanism.theory_methods[0]
-        frame = self.theory_comparison([method], deltas)
-        out: dict[str, float] = {}
-        for row in frame.itertuples():
-            key = "mu" if row.quantity == "mu" else f"epsilon@{row.query}"
-            out[key] = float(row.tightness)
-        return out
+        """``lower bound / theoretical value`` for ``eps`` at each ``delta`` and for ``mu``:
+        :func:`dpaudit.audit.frames.tightness`."""
+        return frames.tightness(self, deltas, method)
 
-    # ------------------------------------------------------------------ tables and JSON
     def summary(self, deltas: Sequence[float] = DEFAULT_DELTAS) -> dict[str, Any]:
         """The headline numbers: ``eps`` lower bounds at ``deltas``, the ``mu`` lower bound and
         the GDP estimate."""
@@ -553,24 +475,11 @@ class AuditResult:
         }
 
     def to_frame(self, deltas: Sequence[float] = DEFAULT_DELTAS) -> pd.DataFrame:
-        """One row per reported number: quantity, query, value, kind (lower bound / estimate),
-        threshold, strategy, confidence (the GDP estimate only when there is one). Per-threshold
+        """One row per reported number (:func:`dpaudit.audit.frames.result_frame`). Per-threshold
         points: ``result.tradeoff.to_frame()``."""
-        rows = []
-        for d in deltas:
-            w = self.epsilon_witness(d)
-            rows.append(("epsilon", f"delta={d:g}", w["epsilon"], "lower bound", w["threshold"]))
-        w = self.mu_witness()
-        rows.append(("mu", "", w["mu"], "lower bound", w["threshold"]))
-        gdp_mu = self.gdp_estimate()["mu"]
-        if gdp_mu is not None:
-            rows.append(("mu", "GDP fit", gdp_mu, "estimate", np.nan))
-        frame = pd.DataFrame(rows, columns=["quantity", "query", "value", "kind", "threshold"])
-        frame["strategy"] = self.strategy
-        frame["confidence"] = self.confidence
-        frame["trials"] = self.trials
-        return frame
+        return frames.result_frame(self, deltas)
 
+    # ------------------------------------------------------------------ JSON
     def to_dict(self) -> dict[str, Any]:
         """Every count and setting, JSON-ready; :meth:`from_dict` rebuilds an equal result."""
         fixed = None

@@ -248,81 +248,129 @@ def _best(
 def choose_threshold(
     strategy: str,
     objective: Callable[[np.ndarray, np.ndarray], np.ndarray],
-    selection: tuple[np.ndarray, np.ndarray, int, int],
+    selection: tuple[np.ndarray, np.ndarray, int, int] | None,
     evaluation: tuple[np.ndarray, np.ndarray, int, int],
     gamma: float,
 ) -> dict[str, Any]:
-    """The grid threshold a ``"holdout"`` or ``"bonferroni"`` audit reads its bound at.
+    """The threshold an audit reads its bound at, chosen by ``strategy``.
 
     Parameters
     ----------
     strategy:
-        ``"holdout"`` or ``"bonferroni"`` (``"fixed"`` thresholds are the user's).
+        ``"holdout"``, ``"bonferroni"`` or ``"fixed"``.
     objective:
         ``objective(alpha_upper, beta_upper) -> array``, larger is better (e.g. the ``eps`` bound).
     selection, evaluation:
-        ``(fp, fn, n_d, n_d_prime)``: false positives and false negatives at every grid edge and
-        the trials per dataset, of the selection and of the evaluation sample.
+        ``(fp, fn, n_d, n_d_prime)``: false positives and false negatives at every candidate
+        threshold and the trials per dataset, of the selection and of the evaluation sample. For
+        ``"fixed"`` the evaluation counts are those at the user's thresholds and ``selection`` is
+        not used (it may be ``None``).
     gamma:
         ``1 - confidence``.
 
     Returns
     -------
-    ``{"index", "gamma_per_bound", "candidates", "strategy"}``: the grid index, the error
-    probability of each of its two Clopper-Pearson bounds, the number of tests the confidence
+    ``{"index", "gamma_per_bound", "candidates", "strategy"}``: the index of the threshold, the
+    error probability of each of its two Clopper-Pearson bounds, the number of tests the confidence
     was split over, and the procedure used (``"holdout"``, ``"holdout+reserve"`` when the
     reserve's candidates won, ``"holdout+median"`` when the holdout chose at the selection
-    medians, or ``"bonferroni"``). Valid by the arguments of the module docstring.
+    medians, ``"bonferroni"``, or ``"fixed"``: the best of the user's ``K`` thresholds at
+    ``gamma/(2K)`` per bound). Valid by the arguments of the module docstring.
     """
-    sel_fp, sel_fn, s0, s1 = selection
-    ev_fp, ev_fn, n0, n1 = evaluation
+    if strategy == "fixed":
+        ev_fp, ev_fn, n0, n1 = evaluation
+        k = ev_fp.size
+        g = gamma / (2 * k)
+        j, _ = _best(objective, np.arange(k), ev_fp, ev_fn, n0, n1, g)
+        return {"index": j, "gamma_per_bound": g, "candidates": k, "strategy": "fixed"}
+    if selection is None:
+        raise ValueError(f"strategy {strategy!r} needs the selection counts")
     if strategy == "holdout":
-        low, high = RESERVE_SELECTION
-        reserve = HOLDOUT_RESERVE if low <= min(s0, s1) < high else 0.0
-        share = (1.0 - reserve) * gamma / 2
-        g = share / len(HOLDOUT_PESSIMISM)
-        chosen = []
-        for p in HOLDOUT_PESSIMISM:
-            predicted = objective(
-                predicted_upper(sel_fp, s0, n0, g, p), predicted_upper(sel_fn, s1, n1, g, p)
-            )
-            j = holdout_choice(predicted)
-            if j is not None and j not in chosen:
-                chosen.append(j)
-        median = not chosen
-        if median:
-            predicted = objective(
-                predicted_upper(sel_fp, s0, n0, share, FALLBACK_PESSIMISM),
-                predicted_upper(sel_fn, s1, n1, share, FALLBACK_PESSIMISM),
-            )
-            j = holdout_choice(predicted)
-            chosen = [] if j is None else [j]
-        if chosen:
-            g = share / len(chosen)
-            best = _best(objective, np.array(chosen), ev_fp, ev_fn, n0, n1, g)
-            choice = {"index": best[0], "gamma_per_bound": g, "candidates": len(chosen)}
-            label = "holdout+median" if median else "holdout"
-            if reserve == 0.0:
-                return {**choice, "strategy": label}
-            cand = bonferroni_candidates(sel_fp, sel_fn, s0, s1, SMALL_CANDIDATES_PER_SIDE)
-            g_reserve = reserve * gamma / (2 * cand.size)
-            other = _best(objective, cand, ev_fp, ev_fn, n0, n1, g_reserve)
-            if best[1] >= other[1]:
-                return {**choice, "strategy": label}
-            return {
-                "index": other[0],
-                "gamma_per_bound": g_reserve,
-                "candidates": int(cand.size),
-                "strategy": "holdout+reserve",
-            }
+        choice = _holdout_choice(objective, selection, evaluation, gamma)
+        if choice is not None:
+            return choice
     elif strategy != "bonferroni":
-        raise ValueError(f"strategy must be 'holdout' or 'bonferroni', got {strategy!r}")
-    cand = bonferroni_candidates(sel_fp, sel_fn, s0, s1)
+        raise ValueError(f"strategy must be 'holdout', 'bonferroni' or 'fixed', got {strategy!r}")
+    return _bonferroni_choice(objective, selection, evaluation, gamma)
+
+
+def _bonferroni_choice(
+    objective: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    selection: tuple[np.ndarray, np.ndarray, int, int],
+    evaluation: tuple[np.ndarray, np.ndarray, int, int],
+    gamma: float,
+) -> dict[str, Any]:
+    """The best of the Bonferroni candidates on the evaluation sample, ``gamma/(2K)`` per bound."""
+    cand = bonferroni_candidates(*selection)
     g = gamma / (2 * cand.size)
-    j, _ = _best(objective, cand, ev_fp, ev_fn, n0, n1, g)
+    j, _ = _best(objective, cand, *evaluation, g)
     return {
         "index": j,
         "gamma_per_bound": g,
         "candidates": int(cand.size),
         "strategy": "bonferroni",
+    }
+
+
+def _holdout_candidates(
+    objective: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    selection: tuple[np.ndarray, np.ndarray, int, int],
+    evaluation_sizes: tuple[int, int],
+    share: float,
+) -> tuple[list[int], bool]:
+    """The thresholds the selection sample predicts best at each pessimism, and whether the
+    median fallback chose them (no pessimism found any)."""
+    sel_fp, sel_fn, s0, s1 = selection
+    n0, n1 = evaluation_sizes
+    g = share / len(HOLDOUT_PESSIMISM)
+    chosen: list[int] = []
+    for p in HOLDOUT_PESSIMISM:
+        predicted = objective(
+            predicted_upper(sel_fp, s0, n0, g, p), predicted_upper(sel_fn, s1, n1, g, p)
+        )
+        j = holdout_choice(predicted)
+        if j is not None and j not in chosen:
+            chosen.append(j)
+    if chosen:
+        return chosen, False
+    predicted = objective(
+        predicted_upper(sel_fp, s0, n0, share, FALLBACK_PESSIMISM),
+        predicted_upper(sel_fn, s1, n1, share, FALLBACK_PESSIMISM),
+    )
+    j = holdout_choice(predicted)
+    return ([] if j is None else [j]), True
+
+
+def _holdout_choice(
+    objective: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    selection: tuple[np.ndarray, np.ndarray, int, int],
+    evaluation: tuple[np.ndarray, np.ndarray, int, int],
+    gamma: float,
+) -> dict[str, Any] | None:
+    """The holdout's choice (with the small-sample reserve when it applies), or ``None`` when
+    the selection sample predicts no usable threshold (the caller falls back to Bonferroni)."""
+    sel_fp, sel_fn, s0, s1 = selection
+    n0, n1 = evaluation[2], evaluation[3]
+    low, high = RESERVE_SELECTION
+    reserve = HOLDOUT_RESERVE if low <= min(s0, s1) < high else 0.0
+    share = (1.0 - reserve) * gamma / 2
+    chosen, median = _holdout_candidates(objective, selection, (n0, n1), share)
+    if not chosen:
+        return None
+    g = share / len(chosen)
+    best = _best(objective, np.array(chosen), *evaluation, g)
+    label = "holdout+median" if median else "holdout"
+    choice = {"index": best[0], "gamma_per_bound": g, "candidates": len(chosen), "strategy": label}
+    if reserve == 0.0:
+        return choice
+    cand = bonferroni_candidates(sel_fp, sel_fn, s0, s1, SMALL_CANDIDATES_PER_SIDE)
+    g_reserve = reserve * gamma / (2 * cand.size)
+    other = _best(objective, cand, *evaluation, g_reserve)
+    if best[1] >= other[1]:
+        return choice
+    return {
+        "index": other[0],
+        "gamma_per_bound": g_reserve,
+        "candidates": int(cand.size),
+        "strategy": "holdout+reserve",
     }

@@ -5,6 +5,7 @@ Markdown page with PNG figures, and ``results.json`` holding every number, from 
 ``write(load_results("reports/x"), ...)`` draws the same report again without running anything.
 """
 
+from dpaudit.audit.frames import result_frame, theory_comparison, tightness
 from dpaudit.reports.figures import (
     audit_figures,
     figure_png,
@@ -39,5 +40,8 @@ __all__ = [
     "parameters_table",
     "index_table",
     "theory_table",
+    "result_frame",
+    "theory_comparison",
+    "tightness",
     "verdict_sentence",
 ]

@@ -32,6 +32,7 @@ import numpy as np
 from dpaudit._core.jsonvalues import from_json_value, to_json_value
 from dpaudit._core.provenance import __version__, versions
 from dpaudit._core.validation import check_choice, check_probability
+from dpaudit.audit import frames
 from dpaudit.bounds.tradeoff import TradeoffCurve
 from dpaudit.mechanisms.base import METHOD_KINDS, Mechanism
 
@@ -114,15 +115,11 @@ def _safe(fn: Any, *args: Any) -> tuple[Any, str | None]:
 
 
 def tightness_ratio(lower: float, theory: float | None) -> float | None:
-    """Tightness ``lower / theory`` (``None`` without a theoretical value), with the conventions of
-    :meth:`dpaudit.AuditResult.theory_comparison` (0 against an infinite theory)."""
+    """Tightness ``lower / theory`` (``None`` without a theoretical value), by
+    :func:`dpaudit.audit.frames.tightness_ratio` (0 against an infinite theory)."""
     if theory is None or math.isnan(theory):
         return None
-    if math.isinf(theory):
-        return 0.0
-    if theory > 0:
-        return lower / theory
-    return 1.0 if lower == 0 else math.inf
+    return frames.tightness_ratio(lower, theory)
 
 
 def _curves(entry: dict[str, Any], tradeoff: Any, delta_at: Any, eps_grid: np.ndarray) -> list[str]:
@@ -161,14 +158,14 @@ def _theory(
     mu_lower: float,
 ) -> dict[str, Any]:
     """Theory of every method beside the lower bounds, read from the engine's
-    :meth:`~dpaudit.AuditResult.theory_comparison`, plus each method's curves. A method that
+    :func:`~dpaudit.audit.frames.theory_comparison`, plus each method's curves. A method that
     fails is recorded with its reason instead of failing the record."""
     if getattr(result, "mechanism", None) is not mechanism:
         result = dataclasses.replace(result, mechanism=mechanism)
     theory: dict[str, Any] = {}
     for method in mechanism.theory_methods:
         entry: dict[str, Any] = {"kind": METHOD_KINDS.get(method, "bound")}
-        rows, error = _safe(result.theory_comparison, [method], deltas)
+        rows, error = _safe(frames.theory_comparison, result, [method], deltas)
         notes = [error] if error else []
         if rows is not None:
             eps = rows[rows["quantity"] == "epsilon"]

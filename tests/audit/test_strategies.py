@@ -21,6 +21,7 @@ import pytest
 from scipy import stats
 
 import dpaudit
+from dpaudit.audit.confidence import clopper_pearson_upper
 from dpaudit.audit.engine import auto_n_jobs
 from dpaudit.audit.lower_bounds import epsilon_from_errors, mu_from_errors
 from dpaudit.audit.strategies import (
@@ -135,10 +136,29 @@ def test_holdout_choice_falls_back_when_nothing_is_predicted_positive():
     assert holdout_choice(np.array([0.0, 0.3, 0.2])) == 1
 
 
-def test_choose_threshold_rejects_fixed():
+def test_choose_threshold_rejects_an_unknown_strategy():
     z = np.zeros(3, dtype=np.int64)
     with pytest.raises(ValueError, match="strategy"):
-        choose_threshold("fixed", epsilon_from_errors, (z, z, 10, 10), (z, z, 10, 10), 0.05)
+        choose_threshold("oracle", epsilon_from_errors, (z, z, 10, 10), (z, z, 10, 10), 0.05)
+
+
+def test_fixed_choice_is_the_best_user_threshold_at_gamma_over_2k():
+    """Brute force: the objective at every user threshold with gamma/(2K) per bound."""
+    fp = np.array([90, 40, 5, 1], dtype=np.int64)
+    fn = np.array([2, 10, 30, 80], dtype=np.int64)
+    n0, n1, gamma = 100, 100, 0.05
+    choice = choose_threshold("fixed", mu_from_errors, None, (fp, fn, n0, n1), gamma)
+    g = gamma / (2 * fp.size)
+    values = [
+        mu_from_errors(clopper_pearson_upper(a, n0, g), clopper_pearson_upper(b, n1, g))
+        for a, b in zip(fp, fn, strict=True)
+    ]
+    assert choice == {
+        "index": int(np.argmax(values)),
+        "gamma_per_bound": g,
+        "candidates": 4,
+        "strategy": "fixed",
+    }
 
 
 @pytest.mark.parametrize("n0, n1", [(1, 1), (100, 250), (10**6, 10**5)])
