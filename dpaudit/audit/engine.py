@@ -366,6 +366,176 @@ def _fixed_thresholds(threshold: object) -> np.ndarray:
     return t
 
 
+def _checked_thresholds(strategy: str, threshold: object) -> np.ndarray | None:
+    """The user's thresholds for strategy ``"fixed"`` (required there, refused elsewhere)."""
+    if strategy == "fixed":
+        if threshold is None:
+            raise ValueError("strategy 'fixed' needs threshold= (a number or a sequence)")
+        return _fixed_thresholds(threshold)
+    if threshold is not None:
+        raise ValueError(
+            f"threshold= is only used with strategy 'fixed', got strategy {strategy!r}"
+        )
+    return None
+
+
+def _check_run_options(n_jobs: object, progress: object, store: object) -> None:
+    """Check the options that change how the audit runs, never what it finds."""
+    if n_jobs is not None and (
+        isinstance(n_jobs, bool) or not isinstance(n_jobs, int | np.integer) or n_jobs == 0
+    ):
+        raise ValueError(
+            f"n_jobs must be None or a non-zero integer (-1 = all cores), got {n_jobs!r}"
+        )
+    if progress is not None and not isinstance(progress, bool):
+        raise ValueError(f"progress must be None, True or False, got {progress!r}")
+    if store is not None and not isinstance(store, str | os.PathLike):
+        raise ValueError(f"store must be None or a directory path, got {store!r}")
+
+
+def _resolve_pair(mechanism: Any, pair: object, attack: object) -> NeighbouringPair:
+    """The pair audited: the given one, else the attack's own, else the mechanism's worst case."""
+    if pair is None:
+        # An attack built for a pair (LikelihoodRatio, a tracing game) defines what is audited.
+        own = getattr(attack, "pair", None)
+        pair = own if isinstance(own, NeighbouringPair) else mechanism.worst_case_pair()
+    return _check_pair(pair)
+
+
+def _probe(mechanism: Any, pair: NeighbouringPair, seed: int) -> np.ndarray:
+    """Two outputs under ``D`` (stream ``"probe"``): the shape of an output, and a check of the
+    ``sample`` contract."""
+    probe = np.asarray(mechanism.sample(pair.d, 2, chunk_generator(seed, "probe", 0)))
+    if probe.ndim == 0 or probe.shape[0] != 2:
+        raise ValueError("mechanism.sample(dataset, size, rng) must return size outputs on axis 0")
+    return probe
+
+
+def _fitted_attack(
+    mechanism: Any,
+    pair: NeighbouringPair,
+    attack: Attack | None,
+    probe: np.ndarray,
+    seed: int,
+    trials: int,
+    selection_trials: int,
+) -> tuple[Attack, int, int]:
+    """The attack (the default one when ``None``), fitted on stream ``"fit"`` when it learns;
+    with the fit and pilot sample sizes of the overhead budget."""
+    if attack is None:
+        training = overhead_budget(trials, selection_trials)["training"]
+        attack = _default_attack(mechanism, pair, probe, training)
+    if not isinstance(attack, Attack):
+        raise ValueError(f"attack must be a dpaudit Attack, got {type(attack).__name__}")
+    budget = overhead_budget(trials, selection_trials, attack.learns)
+    fit_trials = budget["fit"] if attack.learns else 0
+    if attack.learns:
+        attack.limit_training(budget["training"])
+        rng = chunk_generator(seed, "fit", 0)
+        fitted = attack.fit(
+            mechanism.sample(pair.d, fit_trials, rng),
+            mechanism.sample(pair.d_prime, fit_trials, rng),
+        )
+        attack = attack if fitted is None else fitted
+    return attack, fit_trials, budget["pilot"]
+
+
+def _pilot_grid(pilot_job: _Job, pilot_trials: int, bins: int) -> tuple[ScoreGrid, float]:
+    """The score grid fixed from the pilot sample (stream ``"pilot"``), before any trial used
+    for a bound exists; with the pilot's seconds per trial."""
+    chunk_size = pilot_job.chunk_size
+    pilot_started = time.perf_counter()
+    pilot = [
+        _draw(pilot_job, "pilot", i, min(chunk_size, pilot_trials - i * chunk_size))
+        for i in range(-(-pilot_trials // chunk_size))
+    ]
+    seconds_per_trial = (time.perf_counter() - pilot_started) / pilot_trials
+    grid = ScoreGrid.from_scores(np.concatenate([s for scores in pilot for s in scores]), bins=bins)
+    return grid, seconds_per_trial
+
+
+def _progress_bar(progress: bool | None, total: int, mechanism: Any) -> tqdm:
+    """The progress bar on stderr; ``None`` shows it for long runs when stderr is a terminal."""
+    if progress is None:
+        # Long runs: shown when stderr is a terminal (tqdm's own check).
+        disable = None if total >= _AUTO_PROGRESS_TRIALS else True
+    else:
+        disable = not progress
+    return tqdm(
+        total=total,
+        unit="trial",
+        unit_scale=True,
+        file=sys.stderr,
+        disable=disable,
+        desc=getattr(mechanism, "name", type(mechanism).__name__),
+    )
+
+
+def _run_streams(
+    job: _Job,
+    selection_trials: int,
+    trials: int,
+    values_per_output: int,
+    chunk_store: ChunkStore | None,
+    n_jobs: int,
+    bar: tqdm,
+) -> dict[str, _Tally]:
+    """Tally the selection and evaluation streams, batch by batch in order, resuming from the
+    store and running again what dead workers left (at most ``WORKER_RETRIES`` times)."""
+    chunk_size, grid, fixed = job.chunk_size, job.grid, job.fixed_thresholds
+    batches = _batches("selection", selection_trials, chunk_size, values_per_output)
+    batches += _batches("evaluation", trials, chunk_size, values_per_output)
+    totals = {
+        "selection": _Tally(np.zeros((2, grid.n_bins), dtype=np.int64), None, None),
+        "evaluation": _Tally(
+            np.zeros((2, grid.n_bins), dtype=np.int64),
+            np.zeros((4, grid.n_bins)) if job.privacy_loss else None,
+            None if fixed is None else np.zeros((2, fixed.size + 1), dtype=np.int64),
+        ),
+    }
+    finished = set() if chunk_store is None else chunk_store.finished()
+    position, deaths = 0, 0
+    with bar:
+        while position < len(batches):
+            try:
+                for index, tally in _tallies(
+                    job, batches, position, chunk_store, finished, int(n_jobs)
+                ):
+                    stream, first, n_chunks, total = batches[index]
+                    totals[stream].add(tally)
+                    bar.update(min(total, (first + n_chunks) * chunk_size) - first * chunk_size)
+                    position = index + 1
+            except _worker_deaths() as exc:
+                # Summed so far: batches[:position], in order; run the rest again.
+                deaths += 1
+                if deaths > WORKER_RETRIES:
+                    reason = " ".join(str(exc).split())
+                    raise ValueError(
+                        f"worker processes died {deaths} times; giving up ({reason})"
+                    ) from exc
+    return totals
+
+
+def _privacy_loss(evaluation: _Tally, grid: ScoreGrid) -> PrivacyLossStatistics:
+    """Per-bin privacy-loss sums of the evaluation stream, for ``delta(eps)`` estimates."""
+    # The overflow bin without an edge on the relevant side carries no weight.
+    evaluation.loss[:2, -1] = 0.0
+    evaluation.loss[2:, 0] = 0.0
+    c = evaluation.counts
+    return PrivacyLossStatistics(grid.edges, c[0], *evaluation.loss[:2], c[1], *evaluation.loss[2:])
+
+
+def _fixed_counts(evaluation: _Tally, fixed: np.ndarray) -> np.ndarray:
+    """False positives ``#{s > t}`` under ``D`` and false negatives ``#{s <= t}`` under
+    ``D_prime`` at each user threshold ``t``, in the user's order."""
+    # Histograms over "number of sorted thresholds below the score" -> FP(s > t), FN(s <= t).
+    h0, h1 = evaluation.fixed
+    fp_sorted = np.cumsum(h0[::-1])[::-1][1:]
+    fn_sorted = np.cumsum(h1)[:-1]
+    rank = np.argsort(np.argsort(fixed))
+    return np.stack([fp_sorted[rank], fn_sorted[rank]])
+
+
 def audit(
     mechanism: Any,
     pair: NeighbouringPair | None = None,
@@ -437,112 +607,51 @@ def audit(
     seed = check_integer("seed", seed, minimum=0)
     confidence = check_probability("confidence", confidence, low_open=True, high_open=True)
     strategy = check_choice("strategy", strategy, STRATEGIES)
-    if strategy == "fixed":
-        if threshold is None:
-            raise ValueError("strategy 'fixed' needs threshold= (a number or a sequence)")
-        fixed = _fixed_thresholds(threshold)
-    elif threshold is not None:
-        raise ValueError(
-            f"threshold= is only used with strategy 'fixed', got strategy {strategy!r}"
-        )
-    else:
-        fixed = None
+    fixed = _checked_thresholds(strategy, threshold)
     if selection_trials is None:
         selection_trials = default_selection_trials(trials)
     selection_trials = check_integer("selection_trials", selection_trials, minimum=2)
-    if n_jobs is not None and (
-        isinstance(n_jobs, bool) or not isinstance(n_jobs, int | np.integer) or n_jobs == 0
-    ):
-        raise ValueError(
-            f"n_jobs must be None or a non-zero integer (-1 = all cores), got {n_jobs!r}"
-        )
     bins = default_bins(trials) if bins is None else check_integer("bins", bins, minimum=2)
-    if progress is not None and not isinstance(progress, bool):
-        raise ValueError(f"progress must be None, True or False, got {progress!r}")
-    if store is not None and not isinstance(store, str | os.PathLike):
-        raise ValueError(f"store must be None or a directory path, got {store!r}")
+    _check_run_options(n_jobs, progress, store)
     if not callable(getattr(mechanism, "sample", None)):
         raise ValueError(
             f"mechanism must offer sample(dataset, size, rng), got {type(mechanism).__name__}"
         )
-    if pair is None:
-        # An attack built for a pair (LikelihoodRatio, a tracing game) defines what is audited.
-        own = getattr(attack, "pair", None)
-        pair = own if isinstance(own, NeighbouringPair) else mechanism.worst_case_pair()
-    pair = _check_pair(pair)
+    pair = _resolve_pair(mechanism, pair, attack)
 
-    probe = np.asarray(mechanism.sample(pair.d, 2, chunk_generator(seed, "probe", 0)))
-    if probe.ndim == 0 or probe.shape[0] != 2:
-        raise ValueError("mechanism.sample(dataset, size, rng) must return size outputs on axis 0")
-    values_per_output = max(1, int(np.prod(probe.shape[1:], dtype=np.int64)))
+    probe = _probe(mechanism, pair, seed)
     output_shape = tuple(int(n) for n in probe.shape[1:])
+    values_per_output = max(1, int(np.prod(output_shape, dtype=np.int64)))
     if chunk_size is None:
         chunk_size = default_chunk_size(values_per_output)
     chunk_size = check_integer("chunk_size", chunk_size, minimum=1)
     default = attack is None
-    if attack is None:
-        training = overhead_budget(trials, selection_trials)["training"]
-        attack = _default_attack(mechanism, pair, probe, training)
-    if not isinstance(attack, Attack):
-        raise ValueError(f"attack must be a dpaudit Attack, got {type(attack).__name__}")
-    budget = overhead_budget(trials, selection_trials, attack.learns)
-
-    fit_trials = budget["fit"] if attack.learns else 0
-    if attack.learns:
-        attack.limit_training(budget["training"])
-        rng = chunk_generator(seed, "fit", 0)
-        fitted = attack.fit(
-            mechanism.sample(pair.d, fit_trials, rng),
-            mechanism.sample(pair.d_prime, fit_trials, rng),
-        )
-        attack = attack if fitted is None else fitted
+    attack, fit_trials, pilot_trials = _fitted_attack(
+        mechanism, pair, attack, probe, seed, trials, selection_trials
+    )
     exact = (
         bool(attack.exact_privacy_loss)
         and getattr(attack, "mechanism", mechanism) is mechanism
         and _same_pair(getattr(attack, "pair", pair), pair)
     )
 
-    pilot_trials = budget["pilot"]
-    pilot_grid = ScoreGrid("discrete", np.zeros(1))
     pilot_job = _Job(
-        mechanism, pair, attack, pilot_grid, seed, chunk_size, False, None, output_shape
+        mechanism,
+        pair,
+        attack,
+        ScoreGrid("discrete", np.zeros(1)),
+        seed,
+        chunk_size,
+        False,
+        None,
+        output_shape,
     )
-    pilot_started = time.perf_counter()
-    pilot = [
-        _draw(pilot_job, "pilot", i, min(chunk_size, pilot_trials - i * chunk_size))
-        for i in range(-(-pilot_trials // chunk_size))
-    ]
+    grid, seconds_per_trial = _pilot_grid(pilot_job, pilot_trials, bins)
     if n_jobs is None:
-        per_trial = (time.perf_counter() - pilot_started) / pilot_trials
-        n_jobs = auto_n_jobs(per_trial * (selection_trials + trials))
-    grid = ScoreGrid.from_scores(np.concatenate([s for scores in pilot for s in scores]), bins=bins)
-    del pilot
+        n_jobs = auto_n_jobs(seconds_per_trial * (selection_trials + trials))
 
     sorted_fixed = None if fixed is None else np.sort(fixed)
     job = _Job(mechanism, pair, attack, grid, seed, chunk_size, exact, sorted_fixed, output_shape)
-    batches = _batches("selection", selection_trials, chunk_size, values_per_output)
-    batches += _batches("evaluation", trials, chunk_size, values_per_output)
-    totals = {
-        "selection": _Tally(np.zeros((2, grid.n_bins), dtype=np.int64), None, None),
-        "evaluation": _Tally(
-            np.zeros((2, grid.n_bins), dtype=np.int64),
-            np.zeros((4, grid.n_bins)) if exact else None,
-            None if fixed is None else np.zeros((2, fixed.size + 1), dtype=np.int64),
-        ),
-    }
-    if progress is None:
-        # Long runs: shown when stderr is a terminal (tqdm's own check).
-        disable = None if selection_trials + trials >= _AUTO_PROGRESS_TRIALS else True
-    else:
-        disable = not progress
-    bar = tqdm(
-        total=selection_trials + trials,
-        unit="trial",
-        unit_scale=True,
-        file=sys.stderr,
-        disable=disable,
-        desc=getattr(mechanism, "name", type(mechanism).__name__),
-    )
     chunk_store = None
     if store is not None:
         fingerprint = _fingerprint(
@@ -554,45 +663,12 @@ def audit(
             confidence=confidence,
         )
         chunk_store = ChunkStore(store, fingerprint)
-    finished = set() if chunk_store is None else chunk_store.finished()
-    position, deaths = 0, 0
-    with bar:
-        while position < len(batches):
-            try:
-                for index, tally in _tallies(
-                    job, batches, position, chunk_store, finished, int(n_jobs)
-                ):
-                    stream, first, n_chunks, total = batches[index]
-                    totals[stream].add(tally)
-                    bar.update(min(total, (first + n_chunks) * chunk_size) - first * chunk_size)
-                    position = index + 1
-            except _worker_deaths() as exc:
-                # Summed so far: batches[:position], in order; run the rest again.
-                deaths += 1
-                if deaths > WORKER_RETRIES:
-                    reason = " ".join(str(exc).split())
-                    raise ValueError(
-                        f"worker processes died {deaths} times; giving up ({reason})"
-                    ) from exc
+    bar = _progress_bar(progress, selection_trials + trials, mechanism)
+    totals = _run_streams(
+        job, selection_trials, trials, values_per_output, chunk_store, n_jobs, bar
+    )
 
     evaluation = totals["evaluation"]
-    loss = None
-    if exact:
-        # The overflow bin without an edge on the relevant side carries no weight.
-        evaluation.loss[:2, -1] = 0.0
-        evaluation.loss[2:, 0] = 0.0
-        c = evaluation.counts
-        loss = PrivacyLossStatistics(
-            grid.edges, c[0], *evaluation.loss[:2], c[1], *evaluation.loss[2:]
-        )
-    fixed_counts = None
-    if fixed is not None:
-        # Histograms over "number of sorted thresholds below the score" -> FP(s > t), FN(s <= t).
-        h0, h1 = evaluation.fixed
-        fp_sorted = np.cumsum(h0[::-1])[::-1][1:]
-        fn_sorted = np.cumsum(h1)[:-1]
-        rank = np.argsort(np.argsort(fixed))
-        fixed_counts = np.stack([fp_sorted[rank], fn_sorted[rank]])
     metadata = audit_metadata(mechanism, pair, attack, exact)
     metadata["attack"]["default"] = default
     metadata["random"]["outputs_per_dataset"] = {
@@ -619,9 +695,9 @@ def audit(
         grid=grid,
         counts=evaluation.counts,
         selection_counts=totals["selection"].counts,
-        privacy_loss=loss,
+        privacy_loss=_privacy_loss(evaluation, grid) if exact else None,
         fixed_thresholds=fixed,
-        fixed_counts=fixed_counts,
+        fixed_counts=None if fixed is None else _fixed_counts(evaluation, fixed),
         chunk_size=chunk_size,
         metadata=metadata,
     )
