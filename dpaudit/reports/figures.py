@@ -142,15 +142,28 @@ def plot_tradeoff(
     log = scale == "log"
     trials = record.get("trials")
     floor = 0.3 / trials if isinstance(trials, int) and trials > 0 else 1e-6
+    _draw_perfect_privacy(ax, log, floor)
+    _draw_band(ax, record, log, floor)
+    _draw_curves(ax, record, log, floor)
+    _mark_tests(ax, record, log, floor)
+    _frame_plane(ax, log, floor, legend)
+    return ax
 
-    def draw(xy: tuple[np.ndarray, np.ndarray] | None, **style: Any) -> None:
-        if xy is None:
-            return
-        a, b = xy
-        if log:
-            a, b = _power_xy(a, b, floor)
-        ax.plot(a, b, **style)
 
+def _draw_curve(
+    ax: Axes, xy: tuple[np.ndarray, np.ndarray] | None, log: bool, floor: float, **style: Any
+) -> None:
+    """One curve of the plane (``beta`` against ``alpha``, or power on log axes)."""
+    if xy is None:
+        return
+    a, b = xy
+    if log:
+        a, b = _power_xy(a, b, floor)
+    ax.plot(a, b, **style)
+
+
+def _draw_perfect_privacy(ax: Axes, log: bool, floor: float) -> None:
+    """The diagonal ``beta = 1 - alpha`` (on log axes ``1 - beta = alpha``)."""
     diag = np.geomspace(floor, 1.0, 50) if log else np.array([0.0, 1.0])
     ax.plot(
         diag,
@@ -161,79 +174,72 @@ def plot_tradeoff(
         label="perfect privacy (β = 1 − α)",
     )
 
+
+def _draw_band(ax: Axes, record: dict[str, Any], log: bool, floor: float) -> None:
+    """The confidence band of the measured curve, when the record has one."""
     empirical = record.get("empirical") or {}
     upper = _xy(empirical.get("upper_band"), "alpha", "beta")
     lower = _xy(empirical.get("lower_band"), "alpha", "beta")
+    if upper is None or lower is None:
+        return
     confidence = from_json_value(record.get("confidence"))
-    if upper is not None and lower is not None:
-        base = np.geomspace(floor, 1.0, 400) if log else np.linspace(0.0, 1.0, 201)
-        grid = _common_grid(base, upper, lower)
-        hi = np.interp(grid, *upper)
-        lo = np.interp(grid, *lower)
-        level = f"{100 * confidence:g}% " if confidence is not None else ""
-        band_label = f"{level}confidence band"
-        if log:
-            ax.fill_between(
-                grid,
-                np.maximum(1.0 - hi, floor * 1e-3),
-                np.maximum(1.0 - lo, floor * 1e-3),
-                color=BAND_COLOR,
-                alpha=0.55,
-                linewidth=0,
-                label=band_label,
-            )
-        else:
-            ax.fill_between(
-                grid, lo, hi, color=BAND_COLOR, alpha=0.55, linewidth=0, label=band_label
-            )
-
-    for method, entry in (record.get("theory") or {}).items():
-        style = METHOD_STYLE.get(method, _OTHER_STYLE)
-        draw(
-            _xy(entry.get("tradeoff"), "alpha", "beta"), label=_method_label(method, entry), **style
-        )
-
-    claim = record.get("claim")
-    if claim:
-        draw(
-            _xy(claim.get("tradeoff"), "alpha", "beta"),
-            label=f"claim: {claim_label(record)}",
-            **CLAIM_STYLE,
-        )
-
-    draw(
-        _xy(empirical.get("curve"), "alpha", "beta"),
-        color=MEASURED_COLOR,
-        linewidth=2.0,
-        label=_trials_label(record),
+    base = np.geomspace(floor, 1.0, 400) if log else np.linspace(0.0, 1.0, 201)
+    grid = _common_grid(base, upper, lower)
+    hi = np.interp(grid, *upper)
+    lo = np.interp(grid, *lower)
+    if log:
+        # Power 1 - beta: the upper band of beta is the lower band of the power.
+        hi, lo = np.maximum(1.0 - lo, floor * 1e-3), np.maximum(1.0 - hi, floor * 1e-3)
+    level = f"{100 * confidence:g}% " if confidence is not None else ""
+    ax.fill_between(
+        grid, lo, hi, color=BAND_COLOR, alpha=0.55, linewidth=0, label=f"{level}confidence band"
     )
 
-    def mark(point: tuple[float, float] | None, **style: Any) -> None:
-        if point is None:
-            return
-        a, b = point
-        y = 1.0 - b if log else b
-        if not log or (a >= floor and y >= floor):
-            ax.plot([a], [y], linestyle="none", markeredgecolor="white", zorder=5, **style)
 
+def _draw_curves(ax: Axes, record: dict[str, Any], log: bool, floor: float) -> None:
+    """The theory curves, the claim and the measured curve, in that order (measured on top)."""
+    for method, entry in (record.get("theory") or {}).items():
+        xy = _xy(entry.get("tradeoff"), "alpha", "beta")
+        style = METHOD_STYLE.get(method, _OTHER_STYLE)
+        _draw_curve(ax, xy, log, floor, label=_method_label(method, entry), **style)
+    claim = record.get("claim")
+    if claim:
+        xy = _xy(claim.get("tradeoff"), "alpha", "beta")
+        _draw_curve(ax, xy, log, floor, label=f"claim: {claim_label(record)}", **CLAIM_STYLE)
+    xy = _xy((record.get("empirical") or {}).get("curve"), "alpha", "beta")
+    style = {"color": MEASURED_COLOR, "linewidth": 2.0, "label": _trials_label(record)}
+    _draw_curve(ax, xy, log, floor, **style)
+
+
+def _mark_point(
+    ax: Axes, point: tuple[float, float] | None, log: bool, floor: float, **style: Any
+) -> None:
+    """One test's ``(alpha, beta)`` point, left out on log axes when it is below the floor."""
+    if point is None:
+        return
+    a, b = point
+    y = 1.0 - b if log else b
+    if not log or (a >= floor and y >= floor):
+        ax.plot([a], [y], linestyle="none", markeredgecolor="white", zorder=5, **style)
+
+
+def _mark_tests(ax: Axes, record: dict[str, Any], log: bool, floor: float) -> None:
+    """The test behind the first ``eps`` bound and the witness refuting the claim."""
     bounds = record.get("epsilon_witnesses") or {}
     if bounds:
         key = next(iter(bounds))
-        mark(
-            witness_point(bounds[key]),
-            marker="o",
-            markersize=7,
-            color=MEASURED_COLOR,
-            label=f"test behind the ε bound at δ = {format_delta(key)}{_swapped(bounds[key])}",
-        )
-    mark(
-        witness_point(record.get("witness")),
-        marker="X",
-        markersize=11,
-        color=CLAIM_STYLE["color"],
-        label=f"witness: test refuting the claim{_swapped(record.get('witness'))}",
-    )
+        label = f"test behind the ε bound at δ = {format_delta(key)}{_swapped(bounds[key])}"
+        point = witness_point(bounds[key])
+        style = {"marker": "o", "markersize": 7, "color": MEASURED_COLOR, "label": label}
+        _mark_point(ax, point, log, floor, **style)
+    witness = record.get("witness")
+    label = f"witness: test refuting the claim{_swapped(witness)}"
+    style = {"marker": "X", "markersize": 11, "color": CLAIM_STYLE["color"], "label": label}
+    _mark_point(ax, witness_point(witness), log, floor, **style)
 
+
+def _frame_plane(ax: Axes, log: bool, floor: float, legend: bool) -> None:
+    """Axes, labels, title, grid and (unless ``legend=False``) the legend of the plane."""
     if log:
         ax.set_xscale("log")
         ax.set_yscale("log")
@@ -241,18 +247,23 @@ def plot_tradeoff(
         ax.set_ylim(floor, 1.05)
         ax.set_xlabel("type I error α (log)")
         ax.set_ylabel("power 1 − β (log)")
-        ax.set_title("Small α, log–log (ε is the height above the diagonal)", fontsize=10)
+        title = "Small α, log–log (ε is the height above the diagonal)"
     else:
         ax.set_xlim(0.0, 1.0)
         ax.set_ylim(0.0, 1.0)
         ax.set_aspect("equal")
         ax.set_xlabel("type I error α")
         ax.set_ylabel("type II error β")
-        ax.set_title("Trade-off plane", fontsize=10)
+        title = "Trade-off plane"
+    _finish_axes(ax, title, legend, loc="lower right" if log else "upper right")
+
+
+def _finish_axes(ax: Axes, title: str, legend: bool, loc: str = "upper right") -> None:
+    """Title, grid and (unless ``legend=False``) the legend every panel shares."""
+    ax.set_title(title, fontsize=10)
     ax.grid(True, which="major", color="#e5e5e5", linewidth=0.6)
     if legend:
-        ax.legend(fontsize=7.5, loc="upper right" if not log else "lower right", framealpha=0.9)
-    return ax
+        ax.legend(fontsize=7.5, loc=loc, framealpha=0.9)
 
 
 def plot_privacy_profile(result: Any, ax: Axes | None = None, *, legend: bool = True) -> Axes:
@@ -344,10 +355,7 @@ def plot_privacy_profile(result: Any, ax: Axes | None = None, *, legend: bool = 
     ax.set_ylim(lowest, 1.5)
     ax.set_xlabel("ε")
     ax.set_ylabel("δ(ε) (log)")
-    ax.set_title("Privacy profile δ(ε)", fontsize=10)
-    ax.grid(True, which="major", color="#e5e5e5", linewidth=0.6)
-    if legend:
-        ax.legend(fontsize=7.5, loc="upper right", framealpha=0.9)
+    _finish_axes(ax, "Privacy profile δ(ε)", legend)
     return ax
 
 
@@ -423,10 +431,7 @@ def plot_histogram(result: Any, ax: Axes | None = None, *, legend: bool = True) 
         ax.set_xlim(edges[used[0]], edges[used[-1] + 1])
     ax.set_xlabel("attack score (larger: more likely D′)")
     ax.set_ylabel("fraction of trials per bin")
-    ax.set_title("Score distribution", fontsize=10)
-    ax.grid(True, which="major", color="#e5e5e5", linewidth=0.6)
-    if legend:
-        ax.legend(fontsize=7.5, loc="upper right", framealpha=0.9)
+    _finish_axes(ax, "Score distribution", legend)
     return ax
 
 
