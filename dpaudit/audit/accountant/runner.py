@@ -29,7 +29,7 @@ from dpaudit.audit.accountant.estimators import (
 from dpaudit.audit.accountant.result import AccountantAudit, _unavailable
 from dpaudit.audit.engine import default_chunk_size
 from dpaudit.audit.importance import LossTilt, loss_tilt
-from dpaudit.mechanisms.base import NeighbouringPair
+from dpaudit.mechanisms.base import METHOD_KINDS, NeighbouringPair
 
 __all__ = ["audit_accountant"]
 
@@ -80,8 +80,6 @@ def _default_epsilons(
             return np.unique(table)
     sources: list[Callable[[float], float]] = []
     methods = getattr(mechanism, "theory_methods", ())
-    from dpaudit.mechanisms.base import METHOD_KINDS
-
     for method in methods:
         if METHOD_KINDS.get(method) in ("exact", "bound"):
             sources.append(lambda d, m=method: mechanism.epsilon(d, method=m))
@@ -99,6 +97,67 @@ def _default_epsilons(
         if eps.size >= 2:
             return np.unique(np.round(eps, 4))
     raise ValueError("cannot choose an eps grid for this mechanism and claim: pass epsilons=")
+
+
+# --------------------------------------------------------------------------------------- steps
+def _check_run_options(n_jobs: object, importance: object, progress: object) -> None:
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int | np.integer) or n_jobs == 0:
+        raise ValueError(f"n_jobs must be a non-zero integer (-1 = all cores), got {n_jobs!r}")
+    if importance not in ("auto", True, False):
+        raise ValueError(f"importance must be 'auto', True or False, got {importance!r}")
+    if progress is not None and not isinstance(progress, bool):
+        raise ValueError(f"progress must be None, True or False, got {progress!r}")
+
+
+def _tilts(
+    model: Any, datasets: tuple[tuple[Any, Any], tuple[Any, Any]], importance: bool | str
+) -> tuple[LossTilt | None, LossTilt | None]:
+    """The exact tilted sampler of each order, where one is known and ``importance`` allows."""
+    if importance is False:
+        return (None, None)
+    tilts = (loss_tilt(model, *datasets[0]), loss_tilt(model, *datasets[1]))
+    if importance is True and all(t is None for t in tilts):
+        raise ValueError(
+            f"importance=True, but no exact tilted sampler is known for {model.name}; "
+            "use importance='auto' or False"
+        )
+    return tilts
+
+
+def _values_per_output(model: Any, pair: NeighbouringPair, seed: int) -> int:
+    """Scalar values per output, from two probe outputs (stream ``"accountant_probe"``), which
+    also check that the model has a log-density."""
+    probe = np.asarray(model.sample(pair.d, 2, chunk_generator(seed, "accountant_probe", 0)))
+    try:
+        model.log_density(pair.d, probe)
+    except (NotImplementedError, AttributeError):
+        raise ValueError(
+            f"{getattr(model, 'name', type(model).__name__)} has no log_density: its privacy "
+            "loss cannot be sampled (DP-SGD: use observe='updates')"
+        ) from None
+    return max(1, int(np.prod(probe.shape[1:], dtype=np.int64)))
+
+
+def _sample_orders(job: _Job, trials: int, n_jobs: int, progress: bool | None) -> tuple:
+    """The summed tallies of both orders, chunk tasks run by ``joblib`` and added in order."""
+    chunk_size = job.chunk_size
+    tasks = _tasks(0, trials, chunk_size) + _tasks(1, trials, chunk_size)
+    disable = (2 * trials < 10**7) if progress is None else not progress
+    bar = tqdm(
+        total=2 * trials,
+        unit="sample",
+        unit_scale=True,
+        file=sys.stderr,
+        disable=True if disable else None,
+        desc=f"{getattr(job.mechanism, 'name', 'mechanism')} (privacy loss)",
+    )
+    totals: list[dict | None] = [None, None]
+    with bar, Parallel(n_jobs=n_jobs, return_as="generator") as parallel:
+        results = parallel(delayed(_run_task)(job, *task) for task in tasks)
+        for (order, first, n_chunks, total), tally in zip(tasks, results, strict=True):
+            totals[order] = _add(totals[order], tally)
+            bar.update(min(total, (first + n_chunks) * chunk_size) - first * chunk_size)
+    return totals[0], totals[1]
 
 
 # --------------------------------------------------------------------------------------- main
@@ -156,25 +215,13 @@ def audit_accountant(
     trials = check_integer("trials", trials, minimum=2)
     seed = check_integer("seed", seed, minimum=0)
     confidence = check_probability("confidence", confidence, low_open=True, high_open=True)
-    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int | np.integer) or n_jobs == 0:
-        raise ValueError(f"n_jobs must be a non-zero integer (-1 = all cores), got {n_jobs!r}")
-    if importance not in ("auto", True, False):
-        raise ValueError(f"importance must be 'auto', True or False, got {importance!r}")
-    if progress is not None and not isinstance(progress, bool):
-        raise ValueError(f"progress must be None, True or False, got {progress!r}")
+    _check_run_options(n_jobs, importance, progress)
     pair = mechanism.worst_case_pair() if pair is None else pair
     if not isinstance(pair, NeighbouringPair):
         raise ValueError(f"pair must be a NeighbouringPair, got {type(pair).__name__}")
     model, model_pair = _loss_model(mechanism, pair)
     datasets = ((model_pair.d, model_pair.d_prime), (model_pair.d_prime, model_pair.d))
-    tilts: tuple[LossTilt | None, LossTilt | None] = (None, None)
-    if importance is not False:
-        tilts = tuple(loss_tilt(model, a, b) for a, b in datasets)  # type: ignore[assignment]
-        if importance is True and all(t is None for t in tilts):
-            raise ValueError(
-                f"importance=True, but no exact tilted sampler is known for {model.name}; "
-                "use importance='auto' or False"
-            )
+    tilts = _tilts(model, datasets, importance)
     claims = _claims(claimed, mechanism)
     if epsilons is None:
         floor = min(10.0 / trials, 1e-10) if any(t is not None for t in tilts) else 10.0 / trials
@@ -184,34 +231,11 @@ def audit_accountant(
     plans = (_plan(tilts[0], eps), _plan(tilts[1], eps))
     thresholds = eps[:, None] - np.log1p(-STAIRCASE)[None, :]
 
-    probe = np.asarray(model.sample(model_pair.d, 2, chunk_generator(seed, "accountant_probe", 0)))
-    try:
-        model.log_density(model_pair.d, probe)
-    except (NotImplementedError, AttributeError):
-        raise ValueError(
-            f"{getattr(model, 'name', type(model).__name__)} has no log_density: its privacy "
-            "loss cannot be sampled (DP-SGD: use observe='updates')"
-        ) from None
-    values = max(1, int(np.prod(probe.shape[1:], dtype=np.int64)))
+    values = _values_per_output(model, model_pair, seed)
     chunk_size = default_chunk_size(values) if chunk_size is None else chunk_size
     chunk_size = check_integer("chunk_size", chunk_size, minimum=1)
     job = _Job(model, datasets, tilts, plans, eps, thresholds, seed, chunk_size)
-    tasks = _tasks(0, trials, chunk_size) + _tasks(1, trials, chunk_size)
-    disable = (2 * trials < 10**7) if progress is None else not progress
-    bar = tqdm(
-        total=2 * trials,
-        unit="sample",
-        unit_scale=True,
-        file=sys.stderr,
-        disable=True if disable else None,
-        desc=f"{getattr(model, 'name', 'mechanism')} (privacy loss)",
-    )
-    totals: list[dict | None] = [None, None]
-    with bar, Parallel(n_jobs=int(n_jobs), return_as="generator") as parallel:
-        results = parallel(delayed(_run_task)(job, *task) for task in tasks)
-        for (order, first, n_chunks, total), tally in zip(tasks, results, strict=True):
-            totals[order] = _add(totals[order], tally)
-            bar.update(min(total, (first + n_chunks) * chunk_size) - first * chunk_size)
+    totals = _sample_orders(job, trials, int(n_jobs), progress)
     result = AccountantAudit(
         mechanism=mechanism,
         pair=pair,
@@ -221,7 +245,7 @@ def audit_accountant(
         confidence=confidence,
         chunk_size=chunk_size,
         plans=plans,
-        tallies=(totals[0], totals[1]),
+        tallies=totals,
         elapsed_seconds=0.0,
     )
     for name, claim in claims.items():
