@@ -222,6 +222,30 @@ def _pilot_seed(seed: int, index: int) -> int:
     return value if value != seed else int(state[1] >> np.uint64(1))
 
 
+def _checked_candidates(candidates: Sequence[NeighbouringPair]) -> list[NeighbouringPair]:
+    pairs = list(candidates)
+    if not pairs:
+        raise ValueError("candidates must hold at least one NeighbouringPair")
+    for i, pair in enumerate(pairs):
+        if not isinstance(pair, NeighbouringPair):
+            raise ValueError(
+                f"candidates[{i}] must be a NeighbouringPair, got {type(pair).__name__}"
+            )
+    return pairs
+
+
+def _pilot_seeds(seed: int, n: int, finalists: int) -> list[int]:
+    """The pilots' seeds: :func:`_pilot_seed` of each candidate, moved past any final seed."""
+    finals_seeds = {seed + j for j in range(finalists)}
+    seeds = []
+    for i in range(n):
+        s = _pilot_seed(seed, i)
+        while s in finals_seeds:
+            s += 1
+        seeds.append(s)
+    return seeds
+
+
 def search_pairs(
     mechanism: Any,
     candidates: Sequence[NeighbouringPair],
@@ -268,14 +292,7 @@ def search_pairs(
     audit_options:
         Passed to :func:`dpaudit.audit` (``strategy``, ``selection_trials``, ...).
     """
-    pairs = list(candidates)
-    if not pairs:
-        raise ValueError("candidates must hold at least one NeighbouringPair")
-    for i, pair in enumerate(pairs):
-        if not isinstance(pair, NeighbouringPair):
-            raise ValueError(
-                f"candidates[{i}] must be a NeighbouringPair, got {type(pair).__name__}"
-            )
+    pairs = _checked_candidates(candidates)
     trials = check_integer("trials", trials, minimum=1)
     pilot_trials = check_integer("pilot_trials", pilot_trials, minimum=1)
     finalists = check_integer("finalists", finalists, minimum=1, maximum=len(pairs))
@@ -286,40 +303,19 @@ def search_pairs(
         "pilot_confidence", pilot_confidence, low_open=True, high_open=True
     )
 
-    def make(pair: NeighbouringPair) -> Attack | None:
-        return None if attack is None else attack(pair)
+    def run(pair: NeighbouringPair, **options: Any) -> AuditResult:
+        fresh = None if attack is None else attack(pair)
+        return audit(mechanism, pair, fresh, n_jobs=n_jobs, **options, **audit_options)
 
-    finals_seeds = {seed + j for j in range(finalists)}
+    seeds = _pilot_seeds(seed, len(pairs), finalists)
     pilot = np.empty(len(pairs))
-    for i, pair in enumerate(pairs):
-        s = _pilot_seed(seed, i)
-        while s in finals_seeds:
-            s += 1
-        result = audit(
-            mechanism,
-            pair,
-            make(pair),
-            trials=pilot_trials,
-            seed=s,
-            confidence=pilot_confidence,
-            n_jobs=n_jobs,
-            **audit_options,
-        )
+    for i, (pair, s) in enumerate(zip(pairs, seeds, strict=True)):
+        result = run(pair, trials=pilot_trials, seed=s, confidence=pilot_confidence)
         pilot[i] = result.epsilon_lower_bound(delta)
     chosen = [int(i) for i in np.argsort(-pilot, kind="stable")[:finalists]]
     level = 1.0 - (1.0 - confidence) / finalists
     finals = [
-        audit(
-            mechanism,
-            pairs[i],
-            make(pairs[i]),
-            trials=trials,
-            seed=seed + j,
-            confidence=level,
-            n_jobs=n_jobs,
-            **audit_options,
-        )
-        for j, i in enumerate(chosen)
+        run(pairs[i], trials=trials, seed=seed + j, confidence=level) for j, i in enumerate(chosen)
     ]
     return PairSearchResult(
         candidates=pairs,
