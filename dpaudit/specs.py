@@ -313,13 +313,21 @@ def _call(ctx: _Context, key: str, build: Callable[..., Any], *args: Any, **kwar
         raise ctx.error(key, str(exc)) from None
 
 
-def _build_mechanism(table: Mapping[str, Any], ctx: _Context, key: str) -> Mechanism:
-    kind = _kind_of(table, MECHANISM_KINDS, ctx, key)
-    spec = MECHANISM_KINDS[kind]
+def _build_kind(
+    table: Mapping[str, Any], registry: Mapping[str, Kind], ctx: _Context, key: str, *args: Any
+) -> Any:
+    """Build ``table`` (``{kind = ..., <keys>}``) with its kind's builder of ``registry``:
+    ``build(*args, **keys)``."""
+    kind = _kind_of(table, registry, ctx, key)
+    spec = registry[kind]
     values = _read_table(
         table, spec.params, ctx, f"{key}.", ignore=("kind",), what=f" for kind {kind!r}"
     )
-    return _call(ctx, f"{key} ({kind})", spec.build, **values)
+    return _call(ctx, f"{key} ({kind})", spec.build, *args, **values)
+
+
+def _build_mechanism(table: Mapping[str, Any], ctx: _Context, key: str) -> Mechanism:
+    return _build_kind(table, MECHANISM_KINDS, ctx, key)
 
 
 def build_mechanism(table: Mapping[str, Any], *, source: str = "") -> Mechanism:
@@ -810,108 +818,110 @@ def _check_n_jobs(value: object) -> int:
     return n_jobs
 
 
-def _parse_audit(table: object, index: int, source: str, names: set[str]) -> AuditSpec:
-    label = f"audit {index + 1}"
+def _open_table(
+    table: object,
+    what: str,
+    index: int,
+    source: str,
+    names: set[str],
+    keys: Mapping[str, Param],
+    ignore: Sequence[str] = (),
+) -> tuple[_Context, dict[str, Any]]:
+    """Check one ``[[<what>]]`` table's keys and its unique, non-empty name; return the context
+    of its error messages and its values (defaults filled)."""
+    label = f"{what} {index + 1}"
     if isinstance(table, dict) and isinstance(table.get("name"), str):
         label += f" ({table['name']})"
     ctx = _Context(source, label)
     if not isinstance(table, dict):
         raise ctx.error("", f"expected a table, got {_describe(table)}")
-    values = _read_table(table, AUDIT_KEYS, ctx, "")
+    values = _read_table(table, keys, ctx, "", ignore=ignore)
     name = values["name"]
     if not name.strip():
         raise ctx.error("name", "must not be empty")
     if name in names:
         raise ctx.error("name", f"{name!r} is used by an earlier audit; names must be unique")
     names.add(name)
+    return ctx, values
+
+
+def _read_pair(values: Mapping[str, Any], ctx: _Context) -> NeighbouringPair | None:
+    """The pair written in the table, or ``None`` when it has none."""
+    if values["pair"] is None:
+        return None
+    p = _read_table(values["pair"], _PAIR_KEYS, ctx, "pair.")
+    return _call(ctx, "pair", NeighbouringPair, **p)
+
+
+def _check_settings(values: Mapping[str, Any], ctx: _Context) -> dict[str, Any]:
+    """The run settings of an ``[[audit]]`` table, checked."""
 
     def check(key: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return _call(ctx, key, fn, key, values[key], *args, **kwargs)
 
-    trials = check("trials", check_integer, minimum=1)
-    seed = check("seed", check_integer, minimum=0)
-    confidence = check("confidence", check_probability, low_open=True, high_open=True)
-    n_jobs = (
-        None if values["n_jobs"] is None else _call(ctx, "n_jobs", _check_n_jobs, values["n_jobs"])
-    )
-    expect = check("expect", check_choice, VERDICTS)
-    strategy = check("strategy", check_choice, STRATEGIES)
-    if (strategy == "fixed") != (values["threshold"] is not None):
+    settings = {
+        "trials": check("trials", check_integer, minimum=1),
+        "seed": check("seed", check_integer, minimum=0),
+        "confidence": check("confidence", check_probability, low_open=True, high_open=True),
+        "n_jobs": None
+        if values["n_jobs"] is None
+        else _call(ctx, "n_jobs", _check_n_jobs, values["n_jobs"]),
+        "expect": check("expect", check_choice, VERDICTS),
+        "strategy": check("strategy", check_choice, STRATEGIES),
+    }
+    if (settings["strategy"] == "fixed") != (values["threshold"] is not None):
         raise ctx.error("threshold", "is needed with strategy 'fixed' and only then")
     if values["selection_trials"] is not None:
         check("selection_trials", check_integer, minimum=1)
-    deltas = values["deltas"]
-    for i, delta in enumerate(deltas):
+    for i, delta in enumerate(values["deltas"]):
         _call(ctx, f"deltas[{i}]", check_probability, "delta", delta, high_open=True)
+    return settings
 
+
+def _audited_objects(
+    values: Mapping[str, Any], ctx: _Context
+) -> tuple[Mechanism, NeighbouringPair, Attack | None, TradeoffCurve | None]:
+    """The mechanism, pair, attack and claim of an ``[[audit]]`` table, with their defaults: the
+    mechanism's worst-case pair (or the attack's own game pair), the likelihood ratio when the
+    mechanism has a density, and the accountant claim of its tightest valid theory."""
     mechanism = _build_mechanism(values["mechanism"], ctx, "mechanism")
-
-    if values["pair"] is None:
+    pair = _read_pair(values, ctx)
+    if pair is None:
         pair = _call(ctx, "pair", mechanism.worst_case_pair)
-    else:
-        p = _read_table(values["pair"], _PAIR_KEYS, ctx, "pair.")
-        pair = _call(ctx, "pair", NeighbouringPair, **p)
-
     attack_table = values["attack"]
     if attack_table is None and type(mechanism).log_density is not Mechanism.log_density:
         attack_table = {"kind": "likelihood_ratio"}
     attack: Attack | None = None
     if attack_table is not None:
-        attack_kind = _kind_of(attack_table, ATTACK_KINDS, ctx, "attack")
-        attack_spec = ATTACK_KINDS[attack_kind]
-        attack_values = _read_table(
-            attack_table,
-            attack_spec.params,
-            ctx,
-            "attack.",
-            ignore=("kind",),
-            what=f" for kind {attack_kind!r}",
-        )
-        attack = _call(
-            ctx, f"attack ({attack_kind})", attack_spec.build, mechanism, pair, **attack_values
-        )
+        attack = _build_kind(attack_table, ATTACK_KINDS, ctx, "attack", mechanism, pair)
     if values["pair"] is None and isinstance(getattr(attack, "pair", None), NeighbouringPair):
         # An attack that plays a game on its own pair (tracing) defines the pair audited.
         pair = attack.pair
+    claim: TradeoffCurve | None = None
+    if values["claim"] is not None:
+        claim = _build_kind(values["claim"], CLAIM_KINDS, ctx, "claim", mechanism)
+    elif default_claim_method(mechanism) is not None:
+        claim = _call(ctx, "claim", _accountant_claim, mechanism)
+    return mechanism, pair, attack, claim
 
-    claim: TradeoffCurve | None
-    if values["claim"] is None:
-        claim = (
-            None
-            if default_claim_method(mechanism) is None
-            else _call(ctx, "claim", _accountant_claim, mechanism)
-        )
-    else:
-        claim_kind = _kind_of(values["claim"], CLAIM_KINDS, ctx, "claim")
-        claim_spec = CLAIM_KINDS[claim_kind]
-        claim_values = _read_table(
-            values["claim"],
-            claim_spec.params,
-            ctx,
-            "claim.",
-            ignore=("kind",),
-            what=f" for kind {claim_kind!r}",
-        )
-        claim = _call(ctx, f"claim ({claim_kind})", claim_spec.build, mechanism, **claim_values)
 
+def _parse_audit(table: object, index: int, source: str, names: set[str]) -> AuditSpec:
+    ctx, values = _open_table(table, "audit", index, source, names, AUDIT_KEYS)
+    settings = _check_settings(values, ctx)
+    mechanism, pair, attack, claim = _audited_objects(values, ctx)
     return AuditSpec(
-        name=name,
+        name=values["name"],
         mechanism=mechanism,
         pair=pair,
         attack=attack,
         claim=claim,
-        trials=trials,
-        seed=seed,
-        confidence=confidence,
-        strategy=strategy,
+        **settings,
         threshold=values["threshold"],
         selection_trials=values["selection_trials"],
-        deltas=tuple(deltas),
-        n_jobs=n_jobs,
-        expect=expect,
+        deltas=tuple(values["deltas"]),
         description=values["description"],
         table=to_json_value(table, unknown="str"),
-        origin=f"{source}: {label}" if source else label,
+        origin=f"{source}: {ctx.audit}" if source else ctx.audit,
     )
 
 
@@ -1065,19 +1075,9 @@ def _parse_accountant_audit(
 ) -> AccountantAuditSpec:
     from dpaudit.accountants import NAMES as ACCOUNTANT_NAMES
 
-    label = f"accountant_audit {index + 1}"
-    if isinstance(table, dict) and isinstance(table.get("name"), str):
-        label += f" ({table['name']})"
-    ctx = _Context(source, label)
-    if not isinstance(table, dict):
-        raise ctx.error("", f"expected a table, got {_describe(table)}")
-    values = _read_table(table, ACCOUNTANT_AUDIT_KEYS, ctx, "", ignore=("accountants",))
-    name = values["name"]
-    if not name.strip():
-        raise ctx.error("name", "must not be empty")
-    if name in names:
-        raise ctx.error("name", f"{name!r} is used by an earlier audit; names must be unique")
-    names.add(name)
+    ctx, values = _open_table(
+        table, "accountant_audit", index, source, names, ACCOUNTANT_AUDIT_KEYS, ("accountants",)
+    )
     listed = table.get("accountants")
     if not isinstance(listed, list) or not listed or not all(isinstance(a, str) for a in listed):
         raise ctx.error(
@@ -1107,13 +1107,9 @@ def _parse_accountant_audit(
     if epsilons is not None and any(e < 0 or not math.isfinite(e) for e in epsilons):
         raise ctx.error("epsilons", "must be finite numbers >= 0")
     mechanism = _build_mechanism(values["mechanism"], ctx, "mechanism")
-    if values["pair"] is None:
-        pair = None
-    else:
-        p = _read_table(values["pair"], _PAIR_KEYS, ctx, "pair.")
-        pair = _call(ctx, "pair", NeighbouringPair, **p)
+    pair = _read_pair(values, ctx)
     return AccountantAuditSpec(
-        name=name,
+        name=values["name"],
         mechanism=mechanism,
         accountants=tuple(listed),
         trials=trials,
