@@ -64,6 +64,7 @@ import itertools
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import scipy.fft
@@ -1124,6 +1125,40 @@ def _monotone_pld(
     return PLD(built[0], built[-1] if not symmetric else None, name=name)
 
 
+def _check_gaussian(sigma: float, sensitivity: float) -> tuple[float, float]:
+    sigma = check_positive("sigma", sigma)
+    sens = check_positive("sensitivity", sensitivity)
+    if sens / sigma > 1e4:
+        raise ValueError(
+            f"sensitivity/sigma must be at most 1e4; got sigma={sigma!r}, sensitivity={sens!r}"
+        )
+    return sigma, sens
+
+
+def _check_laplace(scale: float, sensitivity: float) -> tuple[float, float]:
+    scale = check_positive("scale", scale)
+    sens = check_positive("sensitivity", sensitivity)
+    if sens / scale > 1e6:
+        raise ValueError(f"sensitivity/scale must be at most 1e6, got {sens / scale!r}")
+    return scale, sens
+
+
+def _gaussian_family(
+    sigma: float, sens: float, q: float, step: float | None, name: str, **options: Any
+) -> PLD:
+    """``N(0, sigma^2)`` against ``(1 - q) N(0, sigma^2) + q N(sens, sigma^2)``, both orders."""
+    base, prime = _normal(0.0, sigma), _normal(sens, sigma)
+    return _monotone_pld(_gaussian_ratio(sigma, sens), base, prime, q, step, name, **options)
+
+
+def _laplace_family(
+    scale: float, sens: float, q: float, step: float | None, name: str, **options: Any
+) -> PLD:
+    """``Lap(0, scale)`` against ``(1 - q) Lap(0, scale) + q Lap(sens, scale)``, both orders."""
+    base, prime = _laplace(0.0, scale), _laplace(sens, scale)
+    return _monotone_pld(_laplace_ratio(scale, sens), base, prime, q, step, name, **options)
+
+
 def gaussian(sigma: float, sensitivity: float = 1.0, *, step: float | None = None) -> PLD:
     """PLD of the Gaussian mechanism, ``P = N(0, sigma^2)``, ``Q = N(sensitivity, sigma^2)``.
 
@@ -1132,19 +1167,11 @@ def gaussian(sigma: float, sensitivity: float = 1.0, *, step: float | None = Non
     ``E_P[L] = eta`` is used for the rounding mean. ``step=None`` uses :func:`auto_step` for one
     release with ``rel_error=1e-3``; to compose many times pass ``auto_step(T, ...)``.
     """
-    sigma = check_positive("sigma", sigma)
-    sens = check_positive("sensitivity", sensitivity)
-    if sens / sigma > 1e4:
-        raise ValueError(
-            f"sensitivity/sigma must be at most 1e4; got sigma={sigma!r}, sensitivity={sens!r}"
-        )
+    sigma, sens = _check_gaussian(sigma, sensitivity)
     eta = sens**2 / (2.0 * sigma**2)
-    base = _normal(0.0, sigma)
-    prime = _normal(sens, sigma)
-    return _monotone_pld(
-        _gaussian_ratio(sigma, sens),
-        base,
-        prime,
+    return _gaussian_family(
+        sigma,
+        sens,
         1.0,
         step,
         f"gaussian(sigma={sigma:g}, sensitivity={sens:g})",
@@ -1162,11 +1189,8 @@ def laplace(scale: float, sensitivity: float = 1.0, *, step: float | None = None
     ``E_P[L] = eps0 + e^{-eps0} - 1``. With ``step=None`` the step divides ``eps0``, so the atoms
     sit exactly on the grid.
     """
-    scale = check_positive("scale", scale)
-    sens = check_positive("sensitivity", sensitivity)
+    scale, sens = _check_laplace(scale, sensitivity)
     eps0 = sens / scale
-    if eps0 > 1e6:
-        raise ValueError(f"sensitivity/scale must be at most 1e6, got {eps0!r}")
     mean = eps0 + math.expm1(-eps0)
     # E_P[L^2] = eps0^2 - 2 eps0 + 4 - (2 eps0 + 4) e^{-eps0} (integrate the three pieces).
     second = eps0**2 - 2.0 * eps0 + 4.0 - (2.0 * eps0 + 4.0) * math.exp(-eps0)
@@ -1175,12 +1199,9 @@ def laplace(scale: float, sensitivity: float = 1.0, *, step: float | None = None
     if step is None:
         raw = auto_step(1, loss_std=math.sqrt(var), loss_mean=mean, rel_error=_SINGLE_REL_ERROR)
         step = eps0 / math.ceil(eps0 / raw)
-    base = _laplace(0.0, scale)
-    prime = _laplace(sens, scale)
-    return _monotone_pld(
-        _laplace_ratio(scale, sens),
-        base,
-        prime,
+    return _laplace_family(
+        scale,
+        sens,
         1.0,
         step,
         f"laplace(scale={scale:g}, sensitivity={sens:g})",
@@ -1211,23 +1232,11 @@ def poisson_subsampled_gaussian(
     """
     sigma = check_positive("sigma", sigma)
     q = check_probability("rate", rate, low_open=True)
-    sens = check_positive("sensitivity", sensitivity)
-    if sens / sigma > 1e4:
-        raise ValueError(
-            f"sensitivity/sigma must be at most 1e4; got sigma={sigma!r}, sensitivity={sens!r}"
-        )
+    sigma, sens = _check_gaussian(sigma, sensitivity)
     if q == 1.0:
         return gaussian(sigma, sens, step=step)
-    base = _normal(0.0, sigma)
-    prime = _normal(sens, sigma)
-    return _monotone_pld(
-        _gaussian_ratio(sigma, sens),
-        base,
-        prime,
-        q,
-        step,
-        f"poisson_subsampled_gaussian(sigma={sigma:g}, rate={q:g}, sensitivity={sens:g})",
-    )
+    name = f"poisson_subsampled_gaussian(sigma={sigma:g}, rate={q:g}, sensitivity={sens:g})"
+    return _gaussian_family(sigma, sens, q, step, name)
 
 
 def poisson_subsampled_laplace(
@@ -1243,21 +1252,11 @@ def poisson_subsampled_laplace(
     """
     scale = check_positive("scale", scale)
     q = check_probability("rate", rate, low_open=True)
-    sens = check_positive("sensitivity", sensitivity)
-    if sens / scale > 1e6:
-        raise ValueError(f"sensitivity/scale must be at most 1e6, got {sens / scale!r}")
+    scale, sens = _check_laplace(scale, sensitivity)
     if q == 1.0:
         return laplace(scale, sens, step=step)
-    base = _laplace(0.0, scale)
-    prime = _laplace(sens, scale)
-    return _monotone_pld(
-        _laplace_ratio(scale, sens),
-        base,
-        prime,
-        q,
-        step,
-        f"poisson_subsampled_laplace(scale={scale:g}, rate={q:g}, sensitivity={sens:g})",
-    )
+    name = f"poisson_subsampled_laplace(scale={scale:g}, rate={q:g}, sensitivity={sens:g})"
+    return _laplace_family(scale, sens, q, step, name)
 
 
 # ---------------------------------------------------------------------- discrete pairs
