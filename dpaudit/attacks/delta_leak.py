@@ -45,13 +45,10 @@ from typing import Any
 import numpy as np
 
 from dpaudit.attacks.base import Attack
-from dpaudit.attacks.learned import _TRAIN_TAG, Learned, _as_matrix, _row_keys
+from dpaudit.attacks.learned import Learned, _as_matrix, _DrawsTraining, _row_keys
 from dpaudit.bounds.validation import check_integer
 
 __all__ = ["DeltaLeak"]
-
-#: The extra training outputs hold at most this many values per dataset (128 MB of float64).
-_TRAIN_MAX_VALUES = 2**24
 
 
 def _counts(keys: np.ndarray, n0: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -71,7 +68,7 @@ def _member(sorted_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:
     return sorted_keys[pos] == keys
 
 
-class DeltaLeak(Attack):
+class DeltaLeak(_DrawsTraining, Attack):
     """Smooth learned score plus exact-output events; the default attack for black boxes.
 
     Parameters
@@ -138,15 +135,10 @@ class DeltaLeak(Attack):
         training outputs when the attack knows its mechanism and pair)."""
         y0 = _as_matrix(outputs_d, "outputs_d")
         y1 = _as_matrix(outputs_d_prime, "outputs_d_prime")
-        extra = 0
-        if self.mechanism is not None and self.train_trials > 0 and self.training_limit != 0:
-            extra = min(self.train_trials, max(1024, _TRAIN_MAX_VALUES // max(y0.shape[1], 1)))
-            if self.training_limit is not None:
-                extra = min(extra, self.training_limit)
-            rng = np.random.default_rng(np.random.SeedSequence([self.seed, _TRAIN_TAG]))
-            more0 = _as_matrix(self.mechanism.sample(self.pair.d, extra, rng), "outputs_d")
-            more1 = _as_matrix(self.mechanism.sample(self.pair.d_prime, extra, rng), "outputs_d")
-            y0, y1 = np.vstack([y0, more0]), np.vstack([y1, more1])
+        more0, more1, extra = self._draw_training(y0.shape[1])
+        if extra:
+            y0 = np.vstack([y0, _as_matrix(more0, "outputs_d")])
+            y1 = np.vstack([y1, _as_matrix(more1, "outputs_d_prime")])
         if y0.shape[1] != y1.shape[1]:
             raise ValueError(
                 "outputs under D and D_prime must have the same number of values, "
@@ -171,15 +163,6 @@ class DeltaLeak(Attack):
             "events_d": int(sum(s.size for s in self.minus)),
         }
         return self
-
-    def limit_training(self, outputs: int) -> None:
-        """Draw at most ``outputs`` extra training outputs per dataset (the engine's budget)."""
-        self.training_limit = check_integer("outputs", outputs, minimum=0)
-
-    @property
-    def extra_outputs(self) -> int:
-        """Extra training outputs per dataset drawn in the last :meth:`fit`."""
-        return int(self.training.get("extra", 0))
 
     def score(self, outputs: np.ndarray) -> np.ndarray:
         """The smooth score, replaced by ``+inf`` on ``S_plus`` and ``-inf`` on ``S_minus``."""

@@ -506,7 +506,45 @@ class _Mixed(_Model):
         }
 
 
-class Learned(Attack):
+class _DrawsTraining:
+    """What attacks share that draw extra training outputs from their own mechanism and pair
+    in ``fit`` (:class:`Learned`, :class:`~dpaudit.attacks.DeltaLeak`): the engine's limit on
+    those draws and their count. Needs ``mechanism``, ``pair``, ``train_trials``, ``seed``,
+    ``training_limit`` and ``training`` on the instance."""
+
+    mechanism: Any
+    pair: Any
+    train_trials: int
+    seed: int
+    training_limit: int | None
+    training: dict[str, Any]
+
+    def limit_training(self, outputs: int) -> None:
+        """Draw at most ``outputs`` extra training outputs per dataset (the engine's budget)."""
+        self.training_limit = check_integer("outputs", outputs, minimum=0)
+
+    @property
+    def extra_outputs(self) -> int:
+        """Extra training outputs per dataset drawn in the last ``fit``."""
+        return int(self.training.get("extra", 0))
+
+    def _draw_training(self, width: int) -> tuple[Any, Any, int]:
+        """``(outputs under D, outputs under D_prime, count)`` of the extra training draws, from
+        the attack's own stream; ``(None, None, 0)`` when it draws none. At most
+        ``_TRAIN_MAX_VALUES`` values of ``width`` per dataset (memory), never fewer than 1024
+        outputs, and never more than the engine's limit."""
+        if self.mechanism is None or self.train_trials <= 0 or self.training_limit == 0:
+            return None, None, 0
+        extra = min(self.train_trials, max(1024, _TRAIN_MAX_VALUES // max(width, 1)))
+        if self.training_limit is not None:
+            extra = min(extra, self.training_limit)
+        rng = np.random.default_rng(np.random.SeedSequence([self.seed, _TRAIN_TAG]))
+        more0 = self.mechanism.sample(self.pair.d, extra, rng)
+        more1 = self.mechanism.sample(self.pair.d_prime, extra, rng)
+        return more0, more1, extra
+
+
+class Learned(_DrawsTraining, Attack):
     """Score = a log-likelihood-ratio estimate learned from independent training outputs.
 
     Parameters
@@ -620,15 +658,8 @@ class Learned(Attack):
         fresh outputs per dataset when the attack knows its mechanism and pair)."""
         y0 = self._transform(outputs_d, "outputs_d")
         y1 = self._transform(outputs_d_prime, "outputs_d_prime")
-        extra = 0
-        if self.mechanism is not None and self.train_trials > 0 and self.training_limit != 0:
-            # at most _TRAIN_MAX_VALUES output values per dataset (memory), never fewer than 1024
-            extra = min(self.train_trials, max(1024, _TRAIN_MAX_VALUES // max(y0.shape[1], 1)))
-            if self.training_limit is not None:
-                extra = min(extra, self.training_limit)
-            rng = np.random.default_rng(np.random.SeedSequence([self.seed, _TRAIN_TAG]))
-            more0 = self.mechanism.sample(self.pair.d, extra, rng)
-            more1 = self.mechanism.sample(self.pair.d_prime, extra, rng)
+        more0, more1, extra = self._draw_training(y0.shape[1])
+        if extra:
             y0 = np.vstack([y0, self._transform(more0, "outputs_d")])
             y1 = np.vstack([y1, self._transform(more1, "outputs_d_prime")])
         if y0.shape[0] < 2 or y1.shape[0] < 2:
@@ -682,15 +713,6 @@ class Learned(Attack):
         }
         self.width = width
         return self
-
-    def limit_training(self, outputs: int) -> None:
-        """Draw at most ``outputs`` extra training outputs per dataset (the engine's budget)."""
-        self.training_limit = check_integer("outputs", outputs, minimum=0)
-
-    @property
-    def extra_outputs(self) -> int:
-        """Extra training outputs per dataset drawn in the last :meth:`fit`."""
-        return int(self.training.get("extra", 0))
 
     def score(self, outputs: np.ndarray) -> np.ndarray:
         """The learned ``log q(y)/p(y)`` of every output (axis 0 = trials), shape ``(size,)``."""
