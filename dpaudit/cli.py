@@ -118,11 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-o", "--output", type=Path, required=True, help="report directory")
     _add_overrides(run)
     _add_scale_out(run)
-    run.add_argument(
-        "--fail-on-violation",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="exit 3 when an audit does not reach its expected verdict (default: on)",
+    _add_fail_on_violation(
+        run, True, "exit 3 when an audit does not reach its expected verdict (default: on)"
     )
     run.set_defaults(func=_cmd_run)
 
@@ -137,11 +134,8 @@ def build_parser() -> argparse.ArgumentParser:
     suite.add_argument("-o", "--output", type=Path, help="report directory")
     _add_overrides(suite)
     _add_scale_out(suite)
-    suite.add_argument(
-        "--fail-on-violation",
-        action=argparse.BooleanOptionalAction,
-        default=False,
-        help="exit 3 when an audit does not reach its expected verdict (default: off)",
+    _add_fail_on_violation(
+        suite, False, "exit 3 when an audit does not reach its expected verdict (default: off)"
     )
     suite.add_argument(
         "--print-spec", action="store_true", help="print the suite's TOML spec and exit"
@@ -177,11 +171,8 @@ def build_parser() -> argparse.ArgumentParser:
     accountant.add_argument("spec", type=Path, help="TOML spec with [[accountant_audit]] tables")
     accountant.add_argument("-o", "--output", type=Path, required=True, help="report directory")
     _add_overrides(accountant)
-    accountant.add_argument(
-        "--fail-on-violation",
-        action=argparse.BooleanOptionalAction,
-        default=False,
-        help="exit 3 when some accountant's claim is refuted (default: off)",
+    _add_fail_on_violation(
+        accountant, False, "exit 3 when some accountant's claim is refuted (default: off)"
     )
     accountant.set_defaults(func=_cmd_audit_accountant)
 
@@ -195,6 +186,12 @@ def build_parser() -> argparse.ArgumentParser:
     flawed.add_argument("--csv", type=Path, default=None, help="also write the table as CSV")
     flawed.set_defaults(func=_cmd_bench_flawed)
     return parser
+
+
+def _add_fail_on_violation(parser: argparse.ArgumentParser, default: bool, text: str) -> None:
+    parser.add_argument(
+        "--fail-on-violation", action=argparse.BooleanOptionalAction, default=default, help=text
+    )
 
 
 def _store_directory(root: Path | None, name: str) -> Path | None:
