@@ -4,7 +4,7 @@ Sub-commands::
 
     dpaudit run SPEC -o DIR        run the audits of a TOML spec, write results.json and a report
     dpaudit report RESULTS -o DIR  draw the report again from a results.json (runs no trial)
-    dpaudit suite -o DIR           audit the battery of reference mechanisms (under a minute)
+    dpaudit suite [-o DIR]         audit the battery of reference mechanisms (default: reports/)
     dpaudit list                   kinds of mechanisms, attacks and claims; methods; spec keys
     dpaudit bounds KIND --param k=v ...   theory table: eps at delta and delta at eps, every method
     dpaudit audit-accountant SPEC -o DIR  check accountants' delta(eps) ([[accountant_audit]])
@@ -132,7 +132,13 @@ def build_parser() -> argparse.ArgumentParser:
     report.set_defaults(func=_cmd_report)
 
     suite = sub.add_parser("suite", help="audit the battery of reference mechanisms")
-    suite.add_argument("-o", "--output", type=Path, help="report directory")
+    suite.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=Path("reports"),
+        help="report directory (default: reports); an earlier report there is replaced",
+    )
     _add_overrides(suite)
     _add_scale_out(suite)
     suite.add_argument(
@@ -268,8 +274,6 @@ def _cmd_suite(args: argparse.Namespace) -> int:
     if args.print_spec:
         print(specs.SUITE_TOML, end="")
         return EXIT_OK
-    if args.output is None:
-        raise _UsageError("suite needs -o DIR (see 'dpaudit suite --help')")
     return _run_audits(specs.suite(), args.output, args)
 
 
