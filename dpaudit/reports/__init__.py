@@ -20,7 +20,7 @@ from dpaudit.reports.records import (
     results_document,
 )
 from dpaudit.reports.tables import bounds_table, index_table, parameters_table, theory_table
-from dpaudit.reports.text import verdict_sentence
+from dpaudit.reports.text import verdict_label, verdict_sentence
 from dpaudit.reports.writer import write
 
 __all__ = [
@@ -40,4 +40,5 @@ __all__ = [
     "index_table",
     "theory_table",
     "verdict_sentence",
+    "verdict_label",
 ]
