@@ -33,12 +33,14 @@ import hashlib
 import json
 import re
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
 from dpaudit import reports, specs
 from dpaudit.audit import backends
+from dpaudit.audit.limits import check_output_size, check_trials
 from dpaudit.mechanisms.base import METHOD_KINDS
 
 if sys.version_info >= (3, 11):
@@ -73,6 +75,8 @@ def _parse_param(text: str) -> tuple[str, Any]:
         return key, tomllib.loads(f"v = {value}")["v"]
     except tomllib.TOMLDecodeError:
         return key, value.strip()
+    except RecursionError:
+        raise ValueError(f"--param {key}: the value is nested too deeply") from None
 
 
 def _add_overrides(p: argparse.ArgumentParser) -> None:
@@ -229,6 +233,11 @@ def _run_audits(audits: Sequence[specs.AuditSpec], output: Path, args: argparse.
             n_workers = n_jobs
         n_jobs = -1
     audits = [a.with_overrides(trials=args.trials, seed=args.seed, n_jobs=n_jobs) for a in audits]
+    for spec in audits:  # before any audit runs, so that none is run in vain
+        try:
+            check_output_size(spec.mechanism, spec.pair)
+        except ValueError as exc:
+            raise ValueError(f"{spec.origin}: {exc}") from None
     with backends.backend(args.backend, scheduler=args.scheduler, n_workers=n_workers):
         records = _audit_records(audits, args)
     reports.write(records, output)
@@ -238,10 +247,15 @@ def _run_audits(audits: Sequence[specs.AuditSpec], output: Path, args: argparse.
     return EXIT_VIOLATION if unexpected and args.fail_on_violation else EXIT_OK
 
 
+def _progress(args: argparse.Namespace) -> bool:
+    """Progress bars only on a terminal: a log file gets no stream of carriage-return updates."""
+    return not args.quiet and sys.stderr.isatty()
+
+
 def _audit_records(audits: Sequence[specs.AuditSpec], args: argparse.Namespace) -> list[dict]:
     records = []
     for spec in audits:
-        result = spec.run(progress=not args.quiet, store=_store_directory(args.store, spec.name))
+        result = spec.run(progress=_progress(args), store=_store_directory(args.store, spec.name))
         records.append(
             reports.build_record(
                 result,
@@ -256,7 +270,7 @@ def _audit_records(audits: Sequence[specs.AuditSpec], args: argparse.Namespace) 
             )
         )
         if not args.quiet:
-            print(f"{spec.name}: {records[-1]['verdict']}", file=sys.stderr)
+            print(f"{spec.name}: {reports.verdict_label(records[-1])}", file=sys.stderr)
     return records
 
 
@@ -356,12 +370,14 @@ def _cmd_audit_accountant(args: argparse.Namespace) -> int:
     from dpaudit.reports.accountants import write_accountant_report
 
     audits = specs.load_accountant_audits(args.spec)
+    if args.trials is not None:
+        check_trials("--trials", args.trials, minimum=2)
     reports.writer.check_output_directory(args.output)
     overrides = {"trials": args.trials, "seed": args.seed, "n_jobs": args.n_jobs}
     records = []
     for spec in audits:
         spec = dataclasses.replace(spec, **{k: v for k, v in overrides.items() if v is not None})
-        record = run_accountant_spec(spec, progress=False if args.quiet else None)
+        record = run_accountant_spec(spec, progress=None if _progress(args) else False)
         records.append(record)
         if not args.quiet:
             for name, sentence in record["summary"].items():
@@ -384,19 +400,40 @@ def _cmd_bench_flawed(args: argparse.Namespace) -> int:
     return EXIT_VIOLATION if flagged_correct else EXIT_OK
 
 
+def _one_line_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: Any = None,
+    line: str | None = None,
+) -> None:
+    """Warnings as ``dpaudit: warning: ...``, one line each, on stderr."""
+    print(f"dpaudit: warning: {' '.join(str(message).split())}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``dpaudit`` with ``argv`` (default: ``sys.argv[1:]``); return the exit code."""
     parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-        return args.func(args)
-    except (_UsageError, ValueError, OSError) as exc:
-        message = " ".join(str(exc).split())
-        print(f"dpaudit: error: {message}", file=sys.stderr)
-        return EXIT_USER_ERROR
-    except KeyboardInterrupt:
-        print("dpaudit: interrupted; nothing written", file=sys.stderr)
-        return 130
+    args = None
+    with warnings.catch_warnings():
+        warnings.showwarning = _one_line_warning
+        try:
+            args = parser.parse_args(argv)
+            return args.func(args)
+        except (_UsageError, ValueError, OSError) as exc:
+            message = " ".join(str(exc).split())
+            print(f"dpaudit: error: {message}", file=sys.stderr)
+            return EXIT_USER_ERROR
+        except KeyboardInterrupt:
+            store = getattr(args, "store", None)
+            kept = (
+                f"; finished work is kept in {store}: the same command resumes from it"
+                if store is not None
+                else ""
+            )
+            print(f"dpaudit: interrupted; no report written{kept}", file=sys.stderr)
+            return 130
 
 
 if __name__ == "__main__":  # pragma: no cover

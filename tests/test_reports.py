@@ -423,6 +423,52 @@ def test_atomic_directory_replaces_an_earlier_report(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["out"]
 
 
+_KILLED_WRITER = """
+import sys, time
+from pathlib import Path
+from dpaudit.reports import writer
+
+with writer.atomic_directory(Path(sys.argv[1])) as tmp:
+    (tmp / "figures").mkdir()
+    (tmp / "figures" / "a.png").write_bytes(b"half a report")
+    print(tmp.name, flush=True)
+    time.sleep(600)
+"""
+
+
+def test_killed_writers_leave_folders_that_the_next_write_removes(tmp_path: Path) -> None:
+    """``kill -9`` during a report write leaves ``.r.<hex>.<host>-<pid>.tmp``; the next write to
+    the same place removes it, and leaves alone what is not a dead dpaudit writer's."""
+    import os
+    import signal
+    import sys
+
+    target = tmp_path / "r"
+    writer_process = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_WRITER, str(target)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+    )
+    left = writer_process.stdout.readline().strip()
+    os.kill(writer_process.pid, signal.SIGKILL)
+    writer_process.wait(timeout=60)
+    writer_process.stdout.close()
+    assert (tmp_path / left / "figures" / "a.png").exists()  # what kill -9 leaves behind
+    host = left.split(".")[-2].split("-")[0]
+    in_use = tmp_path / f".r.{'a' * 12}.{host}-{os.getppid()}.tmp"  # a running process's
+    other_host = tmp_path / f".r.{'b' * 12}.{'0' * 6}-{writer_process.pid}.tmp"
+    lookalike = tmp_path / ".r.user-notes.tmp"
+    for folder in (in_use, other_host, lookalike):
+        folder.mkdir()
+    with atomic_directory(target) as tmp:
+        (tmp / "results.json").write_text("{}")
+    assert not (tmp_path / left).exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["r", in_use.name, other_host.name, lookalike.name]
+    )
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [
