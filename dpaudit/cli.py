@@ -400,40 +400,42 @@ def _cmd_bench_flawed(args: argparse.Namespace) -> int:
     return EXIT_VIOLATION if flagged_correct else EXIT_OK
 
 
-def _one_line_warning(
-    message: Warning | str,
-    category: type[Warning],
-    filename: str,
-    lineno: int,
-    file: Any = None,
-    line: str | None = None,
-) -> None:
-    """Warnings as ``dpaudit: warning: ...``, one line each, on stderr."""
-    print(f"dpaudit: warning: {' '.join(str(message).split())}", file=sys.stderr)
+def _run(argv: Sequence[str] | None) -> int:
+    parser = build_parser()
+    args = None
+    try:
+        args = parser.parse_args(argv)
+        return args.func(args)
+    except (_UsageError, ValueError, OSError) as exc:
+        message = " ".join(str(exc).split())
+        print(f"dpaudit: error: {message}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except KeyboardInterrupt:
+        store = getattr(args, "store", None)
+        kept = (
+            f"; finished work is kept in {store}: the same command resumes from it"
+            if store is not None
+            else ""
+        )
+        print(f"dpaudit: interrupted; no report written{kept}", file=sys.stderr)
+        return 130
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``dpaudit`` with ``argv`` (default: ``sys.argv[1:]``); return the exit code."""
-    parser = build_parser()
-    args = None
-    with warnings.catch_warnings():
-        warnings.showwarning = _one_line_warning
-        try:
-            args = parser.parse_args(argv)
-            return args.func(args)
-        except (_UsageError, ValueError, OSError) as exc:
-            message = " ".join(str(exc).split())
-            print(f"dpaudit: error: {message}", file=sys.stderr)
-            return EXIT_USER_ERROR
-        except KeyboardInterrupt:
-            store = getattr(args, "store", None)
-            kept = (
-                f"; finished work is kept in {store}: the same command resumes from it"
-                if store is not None
-                else ""
-            )
-            print(f"dpaudit: interrupted; no report written{kept}", file=sys.stderr)
-            return 130
+    """Run ``dpaudit`` with ``argv`` (default: ``sys.argv[1:]``); return the exit code.
+
+    Warnings (e.g. a damaged file in a ``--store``, drawn again) are shown after a command that
+    succeeds, as ``dpaudit: warning: ...``, one line each; after an error only the error's one
+    line is shown. Floating-point notices of numpy (``overflow encountered in ...``) are not
+    shown: results are checked for what they could mean.
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.filterwarnings("ignore", message=".* encountered in ", category=RuntimeWarning)
+        code = _run(argv)
+    if code in (EXIT_OK, EXIT_VIOLATION):
+        for shown in dict.fromkeys(" ".join(str(w.message).split()) for w in caught):
+            print(f"dpaudit: warning: {shown}", file=sys.stderr)
+    return code
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -340,13 +340,16 @@ def _kind_of(
 
 
 def _call(ctx: _Context, key: str, build: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """Run a builder; its ``ValueError`` (parameter, value, allowed range) gets file and key."""
+    """Run a builder; its ``ValueError`` (parameter, value, allowed range) gets file and key, and
+    so does an arithmetic failure (e.g. a theory overflowing for a composition of 3^30 runs)."""
     try:
         return build(*args, **kwargs)
     except SpecError:
         raise
     except ValueError as exc:
         raise ctx.error(key, str(exc)) from None
+    except ArithmeticError as exc:
+        raise ctx.error(key, f"cannot be computed ({type(exc).__name__}: {exc})") from None
 
 
 def _build_mechanism(table: Mapping[str, Any], ctx: _Context, key: str) -> Mechanism:
