@@ -22,7 +22,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from dpaudit.mechanisms.flawed import FLAWED, format_benchmark, run_benchmark
+from dpaudit.audit.benchmark import format_benchmark, run_benchmark
+from dpaudit.mechanisms.flawed import FLAWED
 
 LONG_TRIALS = {
     "svt_threshold_noise_only": 150_000_000,

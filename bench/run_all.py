@@ -5,7 +5,8 @@ Each ``bench_*.py`` script runs in its own subprocess with the arguments of :dat
 peak resident memory (``ru_maxrss`` of the child, through :func:`os.wait4`) are recorded. Two
 measurements are made here as well, each in a fresh subprocess:
 
-- peak memory of a Gaussian likelihood-ratio audit of ``10^8`` trials per dataset (the engine
+- peak memory of a likelihood-ratio audit of the Gaussian mechanism that is exactly
+  ``(1, 1e-5)``-DP, ``10^8`` trials per dataset (the engine
   keeps counts per bin, never per trial, so this stays near the interpreter's own footprint);
 - with ``--billion``: the wall-clock time of the same audit with ``10^9`` trials per dataset.
 
@@ -37,6 +38,8 @@ ARGUMENTS: dict[str, tuple[list[str], list[str]]] = {
     "accountant": (["--repeats", "1"], ["--intervals", "1e-4", "--repeats", "1"]),
     "dpsgd": (["--only", "throughput"], ["--only", "throughput", "--runs", "4096"]),
     "flawed": (["--trials", "1000000"], ["--trials", "100000"]),
+    "parallel": (["--repeat", "5"], ["--repeat", "2"]),
+    "strategies": ([], ["--quick"]),
 }
 
 #: Headline figures read off a script's output: (script, label, pattern, template); every line
@@ -60,16 +63,42 @@ HEADLINES: list[tuple[str, str, str, str]] = [
         r"^(\d+) worker\(s\)\s+([\d,]+) runs/s",
         "{0} worker(s) {1}/s",
     ),
+    (
+        "parallel",
+        "default n_jobs / n_jobs=1, largest ratio",
+        r"^largest ratio default / 1 worker\s+(.*)$",
+        "{0}",
+    ),
+    (
+        "strategies",
+        "strategy rows below 0.97 x best earlier strategy",
+        r"^rows below 0.97 or zero where Bonferroni is positive: (\d+)",
+        "{0}",
+    ),
+    (
+        "strategies",
+        "Gaussian eps = 1, 1e6 trials: default / holdout / h. 1e-3 / Bonferroni",
+        r"^gaussian\s+1e\+06\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)",
+        "{0} / {1} / {2} / {3}",
+    ),
 ]
 
 _AUDIT = """
 import sys, time
 import dpaudit
 from dpaudit.mechanisms import Gaussian
+sys.path.insert(0, "bench")
+from bench_strategies import gaussian_sigma
 trials = int(sys.argv[1])
+mechanism = Gaussian(gaussian_sigma(1.0, 1e-5))
 started = time.perf_counter()
-result = dpaudit.audit(Gaussian(1.0), trials=trials, seed=0, n_jobs=int(sys.argv[2]))
-print(f"{time.perf_counter() - started:.1f} s, mu lower bound {result.mu_lower_bound():.4f}")
+result = dpaudit.audit(mechanism, trials=trials, seed=0, n_jobs=int(sys.argv[2]))
+seconds = time.perf_counter() - started
+print(
+    f"{seconds:.1f} s, eps(1e-5) lower bound {result.epsilon_lower_bound(1e-5):.4f} "
+    f"(true eps 1, oracle single threshold {result.epsilon_ceiling(1e-5, 'oracle'):.4f}), "
+    f"mu lower bound {result.mu_lower_bound():.4f} (true mu {mechanism.mu:.4f})"
+)
 """
 
 
@@ -180,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"peak memory at {memory_trials:.0e} trials ...", file=sys.stderr, flush=True)
     extra.append(
         _run(
-            f"Gaussian audit, {memory_trials:.0e} trials per dataset, 1 worker",
+            f"Gaussian (eps = 1) audit, {memory_trials:.0e} trials per dataset, 1 worker",
             [sys.executable, "-c", _AUDIT, str(memory_trials), "1"],
         )
     )
@@ -188,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
         print("10^9 trials ...", file=sys.stderr, flush=True)
         extra.append(
             _run(
-                "Gaussian audit, 1e+09 trials per dataset, 2 workers",
+                "Gaussian (eps = 1) audit, 1e+09 trials per dataset, 2 workers",
                 [sys.executable, "-c", _AUDIT, str(10**9), "2"],
             )
         )

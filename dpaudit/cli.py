@@ -38,7 +38,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from dpaudit import reports, specs
+from dpaudit import reports, scores_command, specs
 from dpaudit.audit import backends
 from dpaudit.audit.limits import check_output_size, check_trials
 from dpaudit.mechanisms.base import METHOD_KINDS
@@ -112,7 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
         "against f-DP, Renyi DP and (eps, delta) theory.",
         epilog="Exit codes: 0 as expected, 1 input error, 3 a claim was violated.",
     )
-    from dpaudit import __version__
+    from dpaudit._core.provenance import __version__
 
     parser.add_argument("--version", action="version", version=f"dpaudit {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -129,6 +129,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="exit 3 when an audit does not reach its expected verdict (default: on)",
     )
     run.set_defaults(func=_cmd_run)
+
+    scores_command.add_parser(sub, scores_command.run)
 
     report = sub.add_parser("report", help="draw a report again from results.json")
     report.add_argument("results", type=Path, help="results.json, or a report directory")
@@ -390,7 +392,7 @@ def _cmd_audit_accountant(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench_flawed(args: argparse.Namespace) -> int:
-    from dpaudit.mechanisms.flawed import format_benchmark, run_benchmark
+    from dpaudit.audit.benchmark import format_benchmark, run_benchmark
 
     frame = run_benchmark(args.trials, seed=args.seed, n_jobs=args.n_jobs)
     print(format_benchmark(frame))

@@ -21,6 +21,10 @@ Keys of an ``[[audit]]`` table (see :data:`AUDIT_KEYS`): ``name`` (required, uni
 which epsilon is reported), ``n_jobs`` and ``expect`` (``"consistent"`` or ``"violated"``: the
 verdict the audit is meant to reach, e.g. for a deliberately flawed mechanism).
 
+A black box's ``callable = "mymech:release"`` is looked up first in the spec file's folder
+(``mymech.py`` beside the spec), without ``PYTHONPATH`` and without changing ``sys.path`` for
+other specs; modules that are not there are imported as usual.
+
 Kinds of mechanisms, attacks and claims live in registries (:data:`MECHANISM_KINDS`,
 :data:`ATTACK_KINDS`, :data:`CLAIM_KINDS`) that map a kind to its builder and the keys it takes;
 :func:`register_mechanism`, :func:`register_attack` and :func:`register_claim` add kinds.
@@ -32,6 +36,7 @@ constructors of the objects built, whose messages name the parameter and its all
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import math
 import sys
@@ -43,6 +48,8 @@ from typing import Any
 import numpy as np
 
 from dpaudit import attacks, mechanisms
+from dpaudit._core.jsonvalues import to_json_value
+from dpaudit._core.validation import check_choice, check_integer, check_probability
 from dpaudit.attacks.base import Attack
 from dpaudit.audit.accountant import AccountantAuditSpec
 from dpaudit.audit.engine import audit
@@ -50,7 +57,6 @@ from dpaudit.audit.limits import check_trials
 from dpaudit.audit.strategies import STRATEGIES
 from dpaudit.bounds.gdp import gdp
 from dpaudit.bounds.tradeoff import TradeoffCurve, approx_dp
-from dpaudit.bounds.validation import check_choice, check_integer, check_probability
 from dpaudit.mechanisms.base import METHOD_KINDS, Mechanism, NeighbouringPair
 
 if sys.version_info >= (3, 11):
@@ -598,10 +604,16 @@ register_attack(
 # --- foreign code: black boxes, adapters, flawed mechanisms, learned attacks ------------------
 
 
+#: The folder of the spec file being read: black-box callables are looked up there first.
+_SPEC_DIRECTORY: contextvars.ContextVar[Path | None] = contextvars.ContextVar(
+    "spec_directory", default=None
+)
+
+
 def _blackbox(**keys: Any) -> Mechanism:
     from dpaudit.mechanisms.blackbox import BlackBox
 
-    return BlackBox.from_spec(keys.pop("callable"), **keys)
+    return BlackBox.from_spec(keys.pop("callable"), directory=_SPEC_DIRECTORY.get(), **keys)
 
 
 def _flawed(name: str, eps: float, **optional: Any) -> Mechanism:
@@ -732,7 +744,7 @@ AUDIT_KEYS: dict[str, Param] = {
     "selection_trials": Param("integer", False, None, "trials per dataset to select on"),
     "claim": Param("table", False, None, "{ kind = ... }; default: the mechanism's accountant"),
     "deltas": Param("non-empty array of numbers", False, (1e-5,), "delta values to report"),
-    "n_jobs": Param("integer", False, 1, "parallel workers (-1: all cores)"),
+    "n_jobs": Param("integer", False, None, "parallel workers (-1: all cores; default: automatic)"),
     "expect": Param("string", False, "consistent", "the verdict the audit is meant to reach"),
 }
 
@@ -764,7 +776,7 @@ class AuditSpec:
     threshold: float | None = None
     selection_trials: int | None = None
     deltas: tuple[float, ...] = (1e-5,)
-    n_jobs: int = 1
+    n_jobs: int | None = None
     expect: str = "consistent"
     description: str = ""
     table: dict[str, Any] = field(default_factory=dict, compare=False)
@@ -840,7 +852,9 @@ def _parse_audit(table: object, index: int, source: str, names: set[str]) -> Aud
     trials = check("trials", check_trials)
     seed = check("seed", check_integer, minimum=0)
     confidence = check("confidence", check_probability, low_open=True, high_open=True)
-    n_jobs = _call(ctx, "n_jobs", _check_n_jobs, values["n_jobs"])
+    n_jobs = (
+        None if values["n_jobs"] is None else _call(ctx, "n_jobs", _check_n_jobs, values["n_jobs"])
+    )
     expect = check("expect", check_choice, VERDICTS)
     strategy = check("strategy", check_choice, STRATEGIES)
     if (strategy == "fixed") != (values["threshold"] is not None):
@@ -915,22 +929,9 @@ def _parse_audit(table: object, index: int, source: str, names: set[str]) -> Aud
         n_jobs=n_jobs,
         expect=expect,
         description=values["description"],
-        table=_json_ready(table),
+        table=to_json_value(table, unknown="str"),
         origin=f"{source}: {label}" if source else label,
     )
-
-
-def _json_ready(value: Any) -> Any:
-    """TOML values as JSON values (TOML dates and times become ISO strings)."""
-    if isinstance(value, dict):
-        return {k: _json_ready(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_json_ready(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    if isinstance(value, str | int | float | bool) or value is None:
-        return value
-    return str(value)
 
 
 def parse(data: Mapping[str, Any], *, source: str = "") -> list[AuditSpec]:
@@ -964,9 +965,17 @@ def _toml(text: str, source: str) -> dict[str, Any]:
         ) from None
 
 
-def loads(text: str, *, source: str = "<string>") -> list[AuditSpec]:
-    """Read audits from TOML text; ``source`` names it in error messages."""
-    return parse(_toml(text, source), source=source)
+def loads(
+    text: str, *, source: str = "<string>", directory: str | Path | None = None
+) -> list[AuditSpec]:
+    """Read audits from TOML text; ``source`` names it in error messages. A black box's
+    ``callable`` whose module is a file in ``directory`` is imported from there."""
+    data = _toml(text, source)
+    token = _SPEC_DIRECTORY.set(None if directory is None else Path(directory))
+    try:
+        return parse(data, source=source)
+    finally:
+        _SPEC_DIRECTORY.reset(token)
 
 
 def load(path: str | Path) -> list[AuditSpec]:
@@ -978,7 +987,7 @@ def load(path: str | Path) -> list[AuditSpec]:
         raise SpecError(f"{path}: spec file not found") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecError(f"{path}: cannot read spec file ({exc})") from None
-    return loads(text, source=str(path))
+    return loads(text, source=str(path), directory=path.resolve().parent)
 
 
 #: The battery of reference audits run by ``dpaudit suite``: each reference mechanism against its
@@ -1142,7 +1151,7 @@ def _parse_accountant_audit(
         importance="auto" if values["importance"] is None else values["importance"],
         n_jobs=n_jobs,
         description=values["description"],
-        table=_json_ready(table),
+        table=to_json_value(table, unknown="str"),
     )
 
 

@@ -20,7 +20,7 @@ OVERCLAIMED = EXAMPLES / "laplace-overclaimed.toml"
 
 @pytest.fixture
 def no_figures(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Leave the figures out of reports (they are tested in test_reports.py): faster runs."""
+    """Leave the figures out of reports (they are tested in tests/reports/): faster runs."""
     monkeypatch.setattr(reports.writer, "audit_figures", lambda record: {})
 
 

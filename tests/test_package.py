@@ -1,4 +1,4 @@
-"""The top-level names of the public contract (DESIGN.md, "Contracts")."""
+"""The top-level names of the public contract (docs/architecture.md#contracts)."""
 
 import importlib
 import subprocess

@@ -38,6 +38,14 @@ def minimal(extra: str = "", mechanism: str = '{ kind = "gaussian", sigma = 1.0 
     return f'[[audit]]\nname = "a"\nmechanism = {mechanism}\ntrials = 10\n{extra}\n'
 
 
+def test_n_jobs_defaults_to_the_automatic_choice_and_keeps_explicit_values() -> None:
+    """Absent: ``None``, which lets :func:`dpaudit.audit` pick the worker count."""
+    assert one(minimal()).n_jobs is None
+    assert one(minimal("n_jobs = 2")).n_jobs == 2
+    assert one(minimal("n_jobs = -1")).n_jobs == -1
+    assert one(minimal()).with_overrides(n_jobs=1).n_jobs == 1
+
+
 def test_brief_spec_builds_what_it_says() -> None:
     spec = one(BRIEF_SPEC)
     assert spec.name == "laplace-overclaimed"
@@ -47,7 +55,7 @@ def test_brief_spec_builds_what_it_says() -> None:
     assert isinstance(spec.attack, attacks.LikelihoodRatio)
     assert (spec.trials, spec.seed, spec.confidence) == (100_000, 1, 0.95)
     assert spec.deltas == (0.0, 1e-5)
-    assert spec.strategy == "holdout" and spec.n_jobs == 1 and spec.expect == "consistent"
+    assert spec.strategy == "holdout" and spec.n_jobs is None and spec.expect == "consistent"
     assert spec.claim_table() == {"kind": "approx_dp", "eps": 1.0, "delta": 0.0}
     # Default pair: the mechanism's worst case.
     worst = spec.mechanism.worst_case_pair()

@@ -1,6 +1,7 @@
 """Learned attacks: a likelihood-ratio score estimated from samples when the density is unknown.
 
-The Neyman-Pearson test thresholds ``log q(y)/p(y)`` (THEORY.md section 0). When the mechanism
+The Neyman-Pearson test thresholds ``log q(y)/p(y)`` (docs/theory.md#conventions). When the
+mechanism
 is foreign code nothing tells us ``p`` and ``q``, so :class:`Learned` estimates the log ratio from
 outputs under ``D`` and ``D_prime`` that are independent of the trials the bounds are read from:
 the **fit sample** the engine draws for it from its own random stream (:func:`dpaudit.audit`),
@@ -51,8 +52,9 @@ from typing import Any
 
 import numpy as np
 
+from dpaudit._core.streams import TAGS
+from dpaudit._core.validation import check_choice, check_integer, check_positive
 from dpaudit.attacks.base import Attack
-from dpaudit.bounds.validation import check_choice, check_integer, check_positive
 
 __all__ = ["Learned", "LEARNED_MODELS", "fit_logistic"]
 
@@ -79,7 +81,7 @@ _MIXED_MIN_COUNT = 256
 
 #: Entropy mixed into the seed of the extra training outputs, so they never coincide with any
 #: stream of the audit engine (those use ``SeedSequence(seed, spawn_key=...)``).
-_TRAIN_TAG = 0x6C6561726E
+_TRAIN_TAG = TAGS["learned_training"]
 
 #: The extra training outputs hold at most this many values per dataset (128 MB of float64).
 _TRAIN_MAX_VALUES = 2**24
@@ -532,6 +534,8 @@ class Learned(Attack):
         selection or evaluation trial, so the bounds stay valid exactly as with the engine's fit
         sample alone.
 
+    Notes
+    -----
     :meth:`score` before :meth:`fit` raises ``ValueError``.
     """
 

@@ -2,9 +2,10 @@
 
 By the Neyman-Pearson lemma, thresholding ``log q(y)/p(y)`` gives the most powerful test of
 ``P = M(D)`` against ``Q = M(D_prime)`` at every type I error (with randomisation at ties), so its
-trade-off curve is ``T(P, Q)`` itself (Dong, Roth & Su 2022, Section 2.1; THEORY.md section 0).
+trade-off curve is ``T(P, Q)`` itself (Dong, Roth & Su 2022, Section 2.1;
+docs/theory.md#conventions).
 The score is the privacy loss ``L_{Q||P}(y) = -L_{P||Q}(y)``, which also lets the engine estimate
-``delta(eps)`` directly (THEORY.md section 5).
+``delta(eps)`` directly (docs/theory.md#empirical).
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ class LikelihoodRatio(Attack):
         The neighbouring pair the test distinguishes; ``p`` is the density on ``pair.d``, ``q``
         on ``pair.d_prime``. Defaults to ``mechanism.worst_case_pair()``.
 
+    Notes
+    -----
     Outputs impossible under ``D`` but possible under ``D_prime`` score ``+inf`` (and ``-inf`` the
     other way round); an output impossible under both raises ``ValueError``.
     """

@@ -29,8 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from dpaudit._core.validation import check_choice
 from dpaudit.attacks.base import Attack
-from dpaudit.bounds.validation import check_choice
 from dpaudit.mechanisms.base import NeighbouringPair
 
 __all__ = ["MembershipInference", "STATISTICS"]

@@ -59,8 +59,8 @@ from typing import Any
 
 import numpy as np
 
+from dpaudit._core.validation import check_choice, check_integer
 from dpaudit.attacks.base import Attack
-from dpaudit.bounds.validation import check_choice, check_integer
 from dpaudit.mechanisms.base import NeighbouringPair
 from dpaudit.mechanisms.noisy_mean import GAMES, NoisyMean
 

@@ -1,9 +1,13 @@
 """The Monte Carlo engine, empirical trade-off curves, confidence bands, lower bounds, verdicts.
 
 ``dpaudit.audit(mechanism, pair, attack, trials=...)`` (:func:`dpaudit.audit.engine.audit`)
-returns an :class:`~dpaudit.audit.result.AuditResult`.
+returns an :class:`~dpaudit.audit.result.AuditResult`. The package is callable: calling it calls
+:func:`dpaudit.audit.engine.audit`, so the package and its main function share one name without
+hiding each other (``import dpaudit.audit.grid as g`` works too; see
+:class:`dpaudit._core.modules.CallableModule`).
 """
 
+from dpaudit._core.modules import make_callable
 from dpaudit.audit.confidence import (
     clopper_pearson_lower,
     clopper_pearson_upper,
@@ -38,3 +42,5 @@ __all__ = [
     "mu_from_errors",
     "violation_margin",
 ]
+
+make_callable(__name__, "audit")

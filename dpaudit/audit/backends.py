@@ -16,6 +16,14 @@ Backends (:data:`BACKENDS`):
     single-threaded worker processes that is started here and stopped on exit. Needs the
     optional dependency ``dask[distributed]``.
 
+Workers never oversubscribe the cores: the ``LocalCluster``'s worker processes start with the
+BLAS/OpenMP thread counts of :data:`WORKER_THREAD_ENV` (one thread each), and on any Dask
+cluster each engine batch first limits the thread pools of its worker to one thread with
+``threadpoolctl`` (part of the ``dask`` extra; :func:`single_threaded`). On a remote cluster
+the limit stays in place after the audit: the worker's threads then each use one core, which is
+what a pool of task threads needs. The ``local`` backend needs none of this: joblib's process
+pool already gives each worker its share of the cores.
+
 Since the engine's batches and their summation order depend only on the audit's arguments, never
 on the workers, the results are bit-identical on every backend for the same seed.
 """
@@ -25,17 +33,39 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import joblib
 
-from dpaudit.bounds.validation import check_choice, check_integer
+from dpaudit._core.validation import check_choice, check_integer
 
-__all__ = ["BACKENDS", "backend", "check_scheduler", "dask_available"]
+__all__ = [
+    "BACKENDS",
+    "WORKER_THREAD_ENV",
+    "backend",
+    "check_scheduler",
+    "dask_available",
+    "on_dask",
+    "single_threaded",
+]
 
 #: Backends :func:`backend` knows.
 BACKENDS = ("local", "dask")
+
+#: Environment of the ``LocalCluster``'s worker processes: one BLAS/OpenMP thread each.
+WORKER_THREAD_ENV = {
+    name: "1"
+    for name in (
+        "OMP_NUM_THREADS",
+        "OPENBLAS_NUM_THREADS",
+        "MKL_NUM_THREADS",
+        "BLIS_NUM_THREADS",
+        "VECLIB_MAXIMUM_THREADS",
+        "NUMEXPR_NUM_THREADS",
+    )
+}
 
 _SCHEDULER = re.compile(r"^(tcp|tls|ws|wss|inproc|ucx)://[^\s/]+(:\d{1,5})?/?$")
 
@@ -47,6 +77,38 @@ def dask_available() -> bool:
     except ImportError:
         return False
     return True
+
+
+def on_dask() -> bool:
+    """Whether ``joblib.Parallel`` would run its tasks on a Dask cluster here."""
+    if "distributed" not in sys.modules:
+        return False
+    active, _ = joblib.parallel.get_active_backend()
+    return type(active).__name__ == "DaskDistributedBackend"
+
+
+class _SingleThreaded:
+    """``fn`` run with its process's BLAS/OpenMP thread pools limited to one thread."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            from threadpoolctl import threadpool_limits
+        except ImportError:  # the worker's environment alone limits its threads
+            pass
+        else:
+            threadpool_limits(limits=1)
+        return self.fn(*args, **kwargs)
+
+
+def single_threaded(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn``, limiting the BLAS/OpenMP thread pools of the process it runs in to one thread
+    first (with ``threadpoolctl`` when it is installed; the limit is left in place, so that
+    concurrent tasks of one worker never restore each other's limits). Picklable when ``fn``
+    is, so that it can be sent to Dask workers."""
+    return _SingleThreaded(fn)
 
 
 def check_scheduler(scheduler: object) -> str:
@@ -109,6 +171,7 @@ def backend(
                     threads_per_worker=1,
                     processes=True,
                     dashboard_address=None,
+                    env=WORKER_THREAD_ENV,
                 )
             )
             client = stack.enter_context(Client(cluster))

@@ -5,7 +5,7 @@ Three exact (non-asymptotic) constructions, each valid for any sample size:
 - Clopper-Pearson bounds for a binomial proportion (Clopper & Pearson 1934): the one-sided upper
   bound at level ``1 - gamma`` for ``k`` successes in ``n`` trials is the ``1 - gamma`` quantile of
   ``Beta(k + 1, n - k)`` (``1`` when ``k = n``); the lower bound is the ``gamma`` quantile of
-  ``Beta(k, n - k + 1)`` (``0`` when ``k = 0``). THEORY.md section 5.
+  ``Beta(k, n - k + 1)`` (``0`` when ``k = 0``). docs/theory.md#empirical.
 - The Dvoretzky-Kiefer-Wolfowitz inequality with Massart's constant (Massart 1990, "The tight
   constant in the DKW inequality", Theorem 1): ``P(sup_x |F_n(x) - F(x)| > r) <= 2 exp(-2 n r^2)``,
   a band for a whole distribution function at once.
@@ -52,7 +52,7 @@ def clopper_pearson_upper(
 ) -> np.ndarray:
     """One-sided Clopper-Pearson upper bound on a binomial proportion, at level ``1 - gamma``.
 
-    ``Beta^{-1}(1 - gamma; k + 1, n - k)``, and ``1`` when ``k = n`` (THEORY.md section 5).
+    ``Beta^{-1}(1 - gamma; k + 1, n - k)``, and ``1`` when ``k = n`` (docs/theory.md#empirical).
     Vectorised over ``k``, ``n`` and ``gamma``. ``k`` may be fractional (the formula is the
     continuous extension), which the engine uses to predict bounds at another sample size.
     """

@@ -4,7 +4,7 @@ confidence bounds and a simultaneous band.
 With ``N0`` scores under ``D`` and ``N1`` under ``D_prime`` binned on fixed thresholds
 ``t_0 < ... < t_{E-1}``, the test at ``t_j`` answers "D_prime" iff ``score >= t_j``; it has
 ``FP_j = #{score >= t_j under D}`` false positives and ``FN_j = #{score < t_j under D_prime}``
-false negatives, so ``alpha_j = FP_j / N0`` and ``beta_j = FN_j / N1`` (THEORY.md sections 0, 5).
+false negatives, so ``alpha_j = FP_j / N0`` and ``beta_j = FN_j / N1`` (docs/theory.md#empirical).
 Ties inside a bin are resolved by randomised tests: the curve is the lower convex hull of the
 points (DRS Section 2; :func:`dpaudit.bounds.tradeoff.from_points`).
 
@@ -12,7 +12,7 @@ Two kinds of confidence statement (``gamma = 1 - confidence``):
 
 - **pointwise** (``alpha_upper`` ...): one-sided Clopper-Pearson bounds at level ``1 - gamma/2``
   each, so that ``(alpha_upper, beta_upper)`` of one threshold chosen without looking at these
-  counts holds jointly at ``1 - gamma`` (THEORY.md section 5).
+  counts holds jointly at ``1 - gamma`` (docs/theory.md#empirical).
 - **band** (``band_alpha_upper`` ...): all four bounds at every threshold at once, at level
   ``1 - gamma``. Half of ``gamma`` pays for Clopper-Pearson bounds made simultaneous by Bonferroni
   over the ``4E`` one-sided bounds (``gamma / (8E)`` each); the other half for the DKW-Massart band
@@ -28,9 +28,9 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
+from dpaudit._core.validation import check_probability
 from dpaudit.audit.confidence import clopper_pearson_lower, clopper_pearson_upper, dkw_radius
 from dpaudit.bounds.tradeoff import PiecewiseLinearTradeoff, from_points
-from dpaudit.bounds.validation import check_probability
 
 __all__ = ["EmpiricalTradeoff", "cumulative_errors"]
 

@@ -1,6 +1,6 @@
 """The Monte Carlo engine: run a mechanism on two neighbouring datasets, score, count.
 
-The way data flows (DESIGN.md):
+The way data flows (docs/architecture.md#data-flow):
 
 1. **Fit** (learning attacks only): a fit sample from its own stream; ``attack.fit`` sees it.
 2. **Pilot**: a pilot sample from its own stream is scored and fixes the score grid
@@ -43,16 +43,20 @@ from joblib import Parallel, delayed
 from joblib.externals.loky.process_executor import TerminatedWorkerError
 from tqdm import tqdm
 
+from dpaudit._core.provenance import audit_metadata
+from dpaudit._core.streams import STREAMS as _ALL_STREAMS
+from dpaudit._core.streams import chunk_generator
+from dpaudit._core.validation import check_choice, check_integer, check_probability
 from dpaudit.attacks.base import Attack
 from dpaudit.attacks.likelihood_ratio import LikelihoodRatio
 from dpaudit.attacks.threshold import Threshold
+from dpaudit.audit.backends import on_dask, single_threaded
 from dpaudit.audit.grid import ScoreGrid
 from dpaudit.audit.limits import SMALLEST_CHUNK, check_duration, check_output_size, check_trials
 from dpaudit.audit.privacy_loss import PrivacyLossStatistics
 from dpaudit.audit.result import AuditResult
 from dpaudit.audit.store import ChunkStore
 from dpaudit.audit.strategies import STRATEGIES, default_selection_trials
-from dpaudit.bounds.validation import check_choice, check_integer, check_probability
 from dpaudit.mechanisms.base import NeighbouringPair
 
 __all__ = [
@@ -64,10 +68,15 @@ __all__ = [
     "PILOT_TRIALS",
     "FIT_TRIALS",
     "WORKER_RETRIES",
+    "AUTO_PARALLEL_SECONDS",
+    "auto_n_jobs",
 ]
 
-#: Random streams: ``SeedSequence(seed, spawn_key=(STREAMS[name], chunk))``.
-STREAMS = {"fit": 0, "pilot": 1, "selection": 2, "evaluation": 3, "probe": 4}
+#: The engine's random streams: ``SeedSequence(seed, spawn_key=(STREAMS[name], chunk))`` (the
+#: table of every stream is :data:`dpaudit._core.streams.STREAMS`).
+STREAMS = {
+    name: _ALL_STREAMS[name] for name in ("fit", "pilot", "selection", "evaluation", "probe")
+}
 
 #: Largest pilot sample per dataset (it fixes the score grid); never more than the selection.
 PILOT_TRIALS = 2**16
@@ -86,6 +95,11 @@ _BATCHES_PER_STREAM = 8
 
 #: How often the batches of an audit are started again after a worker process died.
 WORKER_RETRIES = 3
+
+#: ``n_jobs=None`` runs an audit on all cores when its pilot predicts at least this many seconds
+#: in one process, else in this process. Starting workers (each imports numpy, scipy and dpaudit)
+#: costs about a second on a quiet 2-core machine, so shorter audits gain nothing from them.
+AUTO_PARALLEL_SECONDS = 2.0
 
 #: Runs at least this long (selection + evaluation trials) show a progress bar by default.
 _AUTO_PROGRESS_TRIALS = 10**7
@@ -107,10 +121,12 @@ def default_chunk_size(values_per_output: int) -> int:
     return int(min(_MAX_CHUNK, max(_MIN_CHUNK, 2 ** int(math.floor(math.log2(target))))))
 
 
-def chunk_generator(seed: int, stream: str, chunk: int) -> np.random.Generator:
-    """The generator of chunk ``chunk`` of ``stream`` (one of :data:`STREAMS`)."""
-    ss = np.random.SeedSequence(seed, spawn_key=(STREAMS[stream], int(chunk)))
-    return np.random.default_rng(ss)
+def auto_n_jobs(predicted_seconds: float, cores: int | None = None) -> int:
+    """Workers for ``n_jobs=None``: ``1`` (this process) when an audit is predicted to take less
+    than :data:`AUTO_PARALLEL_SECONDS` in one process, else every core. Results never depend on
+    the choice (batches and their summation order do not depend on the workers)."""
+    cores = (os.cpu_count() or 1) if cores is None else cores
+    return cores if cores > 1 and predicted_seconds >= AUTO_PARALLEL_SECONDS else 1
 
 
 @dataclass(frozen=True)
@@ -251,7 +267,7 @@ def _fingerprint(
     and keep it."""
     fixed = job.fixed_thresholds
     return {
-        **AuditResult.describe(job.mechanism, job.pair, job.attack, job.privacy_loss),
+        **audit_metadata(job.mechanism, job.pair, job.attack, job.privacy_loss),
         "seed": job.seed,
         "trials": trials,
         "selection_trials": selection_trials,
@@ -303,8 +319,9 @@ def _tallies(
     """The tallies of ``batches[start:]`` in batch order: stored ones loaded, the others run
     (and stored as soon as they are finished)."""
     pending = [b for b in batches[start:] if (b[0], b[1]) not in finished]
+    run = single_threaded(_run_batch) if on_dask() else _run_batch
     with Parallel(n_jobs=n_jobs, return_as="generator") as parallel:
-        results = parallel(delayed(_run_batch)(job, *batch) for batch in pending)
+        results = parallel(delayed(run)(job, *batch) for batch in pending)
         for index in range(start, len(batches)):
             stream, first = batches[index][:2]
             if (stream, first) in finished:
@@ -375,7 +392,7 @@ def audit(
     strategy: str = "holdout",
     threshold: float | list[float] | np.ndarray | None = None,
     selection_trials: int | None = None,
-    n_jobs: int = 1,
+    n_jobs: int | None = None,
     chunk_size: int | None = None,
     bins: int | None = None,
     progress: bool | None = None,
@@ -409,7 +426,9 @@ def audit(
         ``max(trials // 4, 10_000)``. The pilot (grid) and fit samples are at most
         ``min(selection_trials, 2^16)`` and ``min(selection_trials, 2^15)`` more.
     n_jobs:
-        Workers for ``joblib.Parallel`` (``-1``: all cores). Results do not depend on it.
+        Workers for ``joblib.Parallel`` (``-1``: all cores). ``None`` (default): this process
+        for audits the pilot predicts to be short, every core otherwise (:func:`auto_n_jobs`).
+        Results do not depend on it.
     chunk_size:
         Trials per random-stream chunk; default about ``2^15`` scalar values per chunk. Results
         depend on it (it defines the streams), so it is recorded in the result.
@@ -442,8 +461,12 @@ def audit(
     if selection_trials is None:
         selection_trials = default_selection_trials(trials)
     selection_trials = check_trials("selection_trials", selection_trials, minimum=2)
-    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int | np.integer) or n_jobs == 0:
-        raise ValueError(f"n_jobs must be a non-zero integer (-1 = all cores), got {n_jobs!r}")
+    if n_jobs is not None and (
+        isinstance(n_jobs, bool) or not isinstance(n_jobs, int | np.integer) or n_jobs == 0
+    ):
+        raise ValueError(
+            f"n_jobs must be None or a non-zero integer (-1 = all cores), got {n_jobs!r}"
+        )
     bins = default_bins(trials) if bins is None else check_integer("bins", bins, minimum=2)
     if progress is not None and not isinstance(progress, bool):
         raise ValueError(f"progress must be None, True or False, got {progress!r}")
@@ -521,6 +544,10 @@ def audit(
         )
         chunk_store = ChunkStore(store, fingerprint)
     pilot, drawn, seconds = _pilot(job, pilot_trials, chunk_store)
+    if n_jobs is None:
+        # A pilot loaded from a store was part of a run long enough to be stored: every core.
+        per_trial = seconds / drawn if drawn else math.inf
+        n_jobs = auto_n_jobs(per_trial * (selection_trials + trials))
     check_duration(
         getattr(mechanism, "name", type(mechanism).__name__),
         selection_trials + trials,
@@ -616,5 +643,5 @@ def audit(
         fixed_thresholds=fixed,
         fixed_counts=fixed_counts,
         chunk_size=chunk_size,
-        metadata=AuditResult.describe(mechanism, pair, attack, exact),
+        metadata=audit_metadata(mechanism, pair, attack, exact),
     )

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from dpaudit.bounds.validation import check_choice, check_integer
+from dpaudit._core.validation import check_choice, check_integer
 
 __all__ = ["ScoreGrid", "GRID_KINDS", "MARGIN", "MAX_ATOMS"]
 

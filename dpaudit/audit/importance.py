@@ -7,7 +7,7 @@ law of order ``lam >= 0`` has density
 
 with ``D_alpha`` the Renyi divergence (van Erven & Harremoes 2014). It moves ``A`` towards large
 privacy loss, where the hockey-stick divergence ``delta(eps) = E_A[(1 - e^{eps - L})_+]``
-(THEORY.md section 0; Steinke 2022, Proposition 7) lives, and its likelihood ratio
+(docs/theory.md#conventions; Steinke 2022, Proposition 7) lives, and its likelihood ratio
 ``a / r_lam = Z e^{-lam L}`` is a function of ``L`` alone. For a defensive mixture
 ``r = sum_j pi_j r_{lam_j}`` (``lam_0 = 0``: ``A`` itself) the importance-sampling summand
 ``W = (1 - e^{eps - L})_+ a(y) / r(y)`` is bounded on every sample:

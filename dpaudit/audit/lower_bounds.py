@@ -1,4 +1,4 @@
-"""Privacy lower bounds from confidence bounds on a test's errors (THEORY.md section 5).
+"""Privacy lower bounds from confidence bounds on a test's errors (docs/theory.md#empirical).
 
 If a test of ``P = M(D)`` against ``Q = M(D_prime)`` has type I error ``alpha <= alpha_upper`` and
 type II error ``beta <= beta_upper``, then any ``(eps, delta)``-DP guarantee (in both orders)

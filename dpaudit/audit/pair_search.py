@@ -26,16 +26,17 @@ from typing import Any
 
 import numpy as np
 
+from dpaudit._core.streams import TAGS
+from dpaudit._core.validation import check_integer, check_probability
 from dpaudit.attacks.base import Attack
 from dpaudit.audit.engine import audit
 from dpaudit.audit.result import AuditResult
-from dpaudit.bounds.validation import check_integer, check_probability
 from dpaudit.mechanisms.base import RELATIONS, NeighbouringPair
 
 __all__ = ["PairSearchResult", "answer_pairs", "record_pairs", "search_pairs"]
 
 #: Entropy mixed into the pilots' seeds, so they never share a stream with the final audits.
-_PILOT_TAG = 0x70696C6F74
+_PILOT_TAG = TAGS["pair_search_pilot"]
 
 
 def _records(dataset: object) -> np.ndarray:

@@ -1,7 +1,7 @@
 """Monte Carlo estimates of ``delta(eps)`` when the attack score is the exact privacy loss.
 
 For the likelihood-ratio score ``s(y) = log q(y)/p(y)`` the hockey-stick divergence is a mean of
-``[0, 1]``-valued variables (THEORY.md section 0 and 5; Steinke, Proposition 7)::
+``[0, 1]``-valued variables (docs/theory.md#empirical; Steinke, Proposition 7)::
 
     delta_{P||Q}(eps) = E_{y~P} (1 - e^{eps - L_{P||Q}(y)})_+,   L_{P||Q} = -s,
     delta_{Q||P}(eps) = E_{y~Q} (1 - e^{eps - L_{Q||P}(y)})_+,   L_{Q||P} = +s,
@@ -176,6 +176,8 @@ class PrivacyLossStatistics:
         Under ``D_prime``, per bin: count, ``sum e^{lower edge - s}``,
         ``sum e^{2(lower edge - s)}``.
 
+    Notes
+    -----
     ``delta(eps)`` is exact (the sample mean of ``(1 - e^{eps - L})_+``) at every grid edge and at
     every ``eps`` whose bin holds a single score value, which covers discrete scores such as
     randomized response entirely; between edges of a bin with many values it is bounded by the

@@ -15,9 +15,9 @@ without re-running anything: the counts are the sufficient statistics of every n
 from __future__ import annotations
 
 import json
-import platform
+import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -25,14 +25,23 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
+from dpaudit._core.jsonvalues import json_leaf
+from dpaudit._core.provenance import audit_metadata
+from dpaudit._core.validation import check_probability
 from dpaudit.audit.confidence import clopper_pearson_upper
 from dpaudit.audit.empirical import EmpiricalTradeoff
 from dpaudit.audit.grid import ScoreGrid
 from dpaudit.audit.lower_bounds import epsilon_from_errors, mu_from_errors, violation_margin
 from dpaudit.audit.privacy_loss import PrivacyLossStatistics
-from dpaudit.audit.strategies import bonferroni_candidates, predicted_upper
+from dpaudit.audit.strategies import (
+    bonferroni_candidates,
+    ceiling_errors,
+    choose_threshold,
+    oracle_errors,
+)
+from dpaudit.audit.witness import Witness
+from dpaudit.bounds.gdp import GDPTradeoff
 from dpaudit.bounds.tradeoff import TradeoffCurve
-from dpaudit.bounds.validation import check_probability
 from dpaudit.mechanisms.base import METHOD_KINDS, NeighbouringPair
 
 __all__ = ["AuditResult", "RESULT_FORMAT", "DEFAULT_DELTAS"]
@@ -47,23 +56,46 @@ DEFAULT_DELTAS = (0.0, 1e-5)
 _GDP_MIN_COUNT = 10
 
 
-def _versions() -> dict[str, str]:
-    from dpaudit import __version__
-
-    return {"dpaudit": __version__, "numpy": np.__version__, "python": platform.python_version()}
-
-
-def _json_default(value: Any) -> Any:
-    """numpy scalars and arrays in parameters, as plain JSON values."""
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
-
-
 def _float_key(value: float) -> str:
     return repr(float(value))
+
+
+def _claimed_epsilon(claim: TradeoffCurve, delta: float) -> float | None:
+    """``claim.epsilon(delta)``, or ``None`` when the claim's curve cannot say."""
+    try:
+        with np.errstate(all="ignore"):
+            value = float(claim.epsilon(delta))
+    except (ValueError, ArithmeticError, NotImplementedError):
+        return None
+    return None if np.isnan(value) else value
+
+
+def _refutation(claim: TradeoffCurve, witness: Witness) -> dict[str, Any] | None:
+    """How the certified point of ``witness`` refutes ``claim`` (see
+    :meth:`AuditResult.verdict`), or ``None``.
+
+    Returns ``order``, ``claimed_beta``, ``margin`` (the larger of ``f(alpha+) - beta+`` and
+    ``f(beta+) - alpha+``) and ``claim``; with an ``eps`` witness also ``claimed_epsilon``, with a
+    ``mu`` witness and a GDP claim ``claimed_mu``.
+    """
+    a, b = witness["alpha_upper"], witness["beta_upper"]
+    forward, reverse = (float(m) for m in violation_margin(claim, a, b))
+    refuted = max(forward, reverse) > 0.0
+    evidence: dict[str, Any] = {"claim": claim.name, "margin": max(forward, reverse)}
+    if "epsilon" in witness:
+        claimed = _claimed_epsilon(claim, witness["delta"])
+        evidence["claimed_epsilon"] = claimed
+        refuted |= claimed is not None and witness["epsilon"] > claimed
+    if "mu" in witness and isinstance(claim, GDPTradeoff):
+        evidence["claimed_mu"] = claim.mu
+        refuted |= witness["mu"] > claim.mu
+    if not refuted:
+        return None
+    if forward >= reverse:
+        evidence["order"], evidence["claimed_beta"] = "d_d_prime", float(claim(a))
+    else:
+        evidence["order"], evidence["claimed_beta"] = "d_prime_d", float(claim(b))
+    return evidence
 
 
 @dataclass(eq=False)
@@ -99,33 +131,19 @@ class AuditResult:
     chunk_size: int = 0
     metadata: dict[str, Any] = field(default_factory=dict)
 
-    # ------------------------------------------------------------------ construction helpers
     @staticmethod
     def describe(
         mechanism: Any, pair: NeighbouringPair, attack: Any, exact: bool
     ) -> dict[str, Any]:
-        """The JSON-ready record of what was audited and with which software."""
-        params = mechanism.params() if callable(getattr(mechanism, "params", None)) else {}
-        return {
-            "mechanism": {
-                "name": getattr(mechanism, "name", type(mechanism).__name__),
-                "class": type(mechanism).__name__,
-                "params": params,
-            },
-            "attack": {
-                "name": attack.name,
-                "class": type(attack).__name__,
-                "params": attack.params(),
-                "exact_privacy_loss": bool(exact),
-            },
-            "pair": pair.to_dict(),
-            "versions": _versions(),
-            "random": {
-                "bit_generator": "PCG64",
-                "streams": "SeedSequence(seed, spawn_key=(stream, chunk)); streams 0 fit, "
-                "1 pilot, 2 selection, 3 evaluation, 4 probe",
-            },
-        }
+        """Deprecated: the engine's metadata helper, :func:`dpaudit._core.provenance.audit_metadata`
+        (to be removed in the next release; the result's own record is :attr:`metadata`)."""
+        warnings.warn(
+            "AuditResult.describe is deprecated and will be removed in the next release; "
+            "the record of an audit is result.metadata",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return audit_metadata(mechanism, pair, attack, exact)
 
     # ------------------------------------------------------------------ curves
     @property
@@ -166,26 +184,18 @@ class AuditResult:
         sel = self.selection_tradeoff
         return bonferroni_candidates(sel.fp, sel.fn, sel.n_d, sel.n_d_prime)
 
-    @cached_property
-    def _predicted(self) -> tuple[np.ndarray, np.ndarray]:
-        """Holdout: the evaluation's upper bounds predicted from pessimistic selection rates."""
-        sel, ev = self.selection_tradeoff, self.tradeoff
-        g = self.gamma / 2
-        return (
-            predicted_upper(sel.fp, sel.n_d, ev.n_d, g),
-            predicted_upper(sel.fn, sel.n_d_prime, ev.n_d_prime, g),
-        )
-
     # ------------------------------------------------------------------ threshold choice
-    def _witness(self, objective: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> dict[str, Any]:
+    def _witness(self, objective: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Witness:
         """Choose a threshold by the strategy and read the evaluation counts there.
 
-        ``objective(alpha_upper, beta_upper) -> array`` (larger is better) is evaluated on
-        predicted bounds (holdout) or on the candidates' evaluation bounds (bonferroni, fixed).
+        ``objective(alpha_upper, beta_upper) -> array`` (larger is better); the choice itself is
+        :func:`~dpaudit.audit.strategies.choose_threshold` (``"fixed"``: the best of the user's
+        thresholds, ``gamma/(2K)`` per bound).
         """
         ev = self.tradeoff
         n0, n1 = ev.n_d, ev.n_d_prime
-        if self.strategy == "fixed":
+        strategy = self.strategy
+        if strategy == "fixed":
             fp, fn = self.fixed_counts
             k = fp.size
             g = self.gamma / (2 * k)
@@ -194,39 +204,39 @@ class AuditResult:
             i = int(np.argmax(objective(au, bu)))
             threshold, rule, fp_i, fn_i = float(self.fixed_thresholds[i]), ">", fp[i], fn[i]
             au_i, bu_i = float(au[i]), float(bu[i])
-        elif self.strategy == "bonferroni":
-            cand = self.candidates
-            k = cand.size
-            g = self.gamma / (2 * k)
-            au = clopper_pearson_upper(ev.fp[cand], n0, g)
-            bu = clopper_pearson_upper(ev.fn[cand], n1, g)
-            i = int(np.argmax(objective(au, bu)))
-            j = int(cand[i])
-            threshold, rule, fp_i, fn_i = float(self.grid.edges[j]), ">=", ev.fp[j], ev.fn[j]
-            au_i, bu_i = float(au[i]), float(bu[i])
         else:
-            k = 1
-            g = self.gamma / 2
-            pa, pb = self._predicted
-            j = int(np.argmax(objective(pa, pb)))
+            sel = self.selection_tradeoff
+            choice = choose_threshold(
+                strategy,
+                objective,
+                (sel.fp, sel.fn, sel.n_d, sel.n_d_prime),
+                (ev.fp, ev.fn, n0, n1),
+                self.gamma,
+            )
+            j, g, k, strategy = (
+                choice["index"],
+                choice["gamma_per_bound"],
+                choice["candidates"],
+                choice["strategy"],
+            )
             threshold, rule, fp_i, fn_i = float(self.grid.edges[j]), ">=", ev.fp[j], ev.fn[j]
             au_i = float(clopper_pearson_upper(fp_i, n0, g))
             bu_i = float(clopper_pearson_upper(fn_i, n1, g))
-        return {
-            "threshold": threshold,
-            "rule": f"D_prime iff score {rule} threshold",
-            "alpha": float(fp_i) / n0,
-            "beta": float(fn_i) / n1,
-            "alpha_upper": au_i,
-            "beta_upper": bu_i,
-            "strategy": self.strategy,
-            "candidates": int(k),
-            "gamma_per_bound": float(g),
-            "confidence": self.confidence,
-        }
+        return Witness(
+            threshold=threshold,
+            rule=f"D_prime iff score {rule} threshold",
+            alpha=float(fp_i) / n0,
+            beta=float(fn_i) / n1,
+            alpha_upper=au_i,
+            beta_upper=bu_i,
+            strategy=strategy,
+            candidates=int(k),
+            gamma_per_bound=float(g),
+            confidence=self.confidence,
+        )
 
     # ------------------------------------------------------------------ lower bounds
-    def epsilon_witness(self, delta: float = 0.0) -> dict[str, Any]:
+    def epsilon_witness(self, delta: float = 0.0) -> Witness:
         """The threshold behind :meth:`epsilon_lower_bound` and its numbers.
 
         Keys: ``threshold``, ``rule``, ``alpha``, ``beta`` (estimates), ``alpha_upper``,
@@ -236,55 +246,175 @@ class AuditResult:
         """
         delta = check_probability("delta", delta, high_open=True)
         w = self._witness(lambda a, b: epsilon_from_errors(a, b, delta))
-        w["delta"] = delta
-        w["epsilon"] = float(epsilon_from_errors(w["alpha_upper"], w["beta_upper"], delta))
-        a, b = w["alpha_upper"], w["beta_upper"]
+        a, b = w.alpha_upper, w.beta_upper
         # Which ratio attains the bound: (1 - delta - b) / a (test as given) or its mirror.
-        w["order"] = "d_d_prime" if (1 - delta - b) * b >= (1 - delta - a) * a else "d_prime_d"
-        return w
+        return w.with_(
+            delta=delta,
+            epsilon=float(epsilon_from_errors(a, b, delta)),
+            order="d_d_prime" if (1 - delta - b) * b >= (1 - delta - a) * a else "d_prime_d",
+        )
 
     def epsilon_lower_bound(self, delta: float = 0.0) -> float:
         """``eps`` such that the mechanism is not ``(eps', delta)``-DP for any ``eps' < eps``,
-        at the stated confidence (THEORY.md section 5). Never negative."""
+        at the stated confidence (docs/theory.md#empirical). Never negative."""
         return self.epsilon_witness(delta)["epsilon"]
 
-    def mu_witness(self) -> dict[str, Any]:
+    def mu_witness(self) -> Witness:
         """The threshold behind :meth:`mu_lower_bound` (keys as :meth:`epsilon_witness`, ``mu``)."""
         w = self._witness(mu_from_errors)
-        w["mu"] = float(mu_from_errors(w["alpha_upper"], w["beta_upper"]))
-        return w
+        return w.with_(mu=float(mu_from_errors(w.alpha_upper, w.beta_upper)))
 
     def mu_lower_bound(self) -> float:
         """``mu`` such that the mechanism is not ``mu'``-GDP for any ``mu' < mu``, at the stated
-        confidence: ``Phi^{-1}(1 - alpha+) - Phi^{-1}(beta+)`` (THEORY.md section 5)."""
+        confidence: ``Phi^{-1}(1 - alpha+) - Phi^{-1}(beta+)`` (docs/theory.md#empirical)."""
         return self.mu_witness()["mu"]
 
-    def violates(self, claim: TradeoffCurve) -> dict[str, Any] | None:
-        """Evidence that the mechanism is not ``claim``-DP, or ``None``.
+    # ------------------------------------------------------------------ ceilings
+    def _ceiling_errors(self, kind: str) -> tuple[Any, Any]:
+        ev = self.tradeoff
+        if kind == "perfect":
+            return ceiling_errors(ev.n_d, ev.n_d_prime, self.gamma)
+        if kind != "oracle":
+            raise ValueError(f"kind must be 'perfect' or 'oracle', got {kind!r}")
+        curve = getattr(self.mechanism, "tradeoff", None)
+        if not callable(curve):
+            raise ValueError(
+                "the oracle ceiling needs the audited mechanism's trade-off curve "
+                "(mechanism.tradeoff()); this result has none"
+            )
+        return oracle_errors(curve(), ev.n_d, ev.n_d_prime, self.gamma)
 
-        A threshold whose upper bounds fall below the claimed curve, ``beta+ < f(alpha+)``
-        (``order = "d_d_prime"``) or ``alpha+ < f(beta+)`` (``"d_prime_d"``), refutes the claim at
-        the stated confidence. The returned witness holds ``threshold``, ``alpha_upper``,
-        ``beta_upper``, ``claimed_beta`` (``f`` at the other error) and ``order``.
+    def epsilon_ceiling(self, delta: float = 0.0, kind: str = "perfect") -> float:
+        """The most any audit with these evaluation sizes could certify at ``delta``.
+
+        ``kind="perfect"``: a perfect attack (no errors at all) read at one threshold with
+        ``gamma/2`` per bound (:func:`~dpaudit.audit.strategies.ceiling_errors`); no attack or
+        strategy of these sizes can exceed it. ``kind="oracle"``: an *estimate* of what the best
+        single threshold certifies on the mechanism's own trade-off curve
+        (:func:`~dpaudit.audit.strategies.oracle_errors`; needs ``mechanism.tradeoff()``).
+        The gap between :meth:`epsilon_lower_bound` and these is what the audit left unused.
         """
-        if not isinstance(claim, TradeoffCurve):
-            raise ValueError(f"claim must be a TradeoffCurve, got {type(claim).__name__}")
+        delta = check_probability("delta", delta, high_open=True)
+        a, b = self._ceiling_errors(kind)
+        return float(np.max(epsilon_from_errors(a, b, delta)))
+
+    def mu_ceiling(self, kind: str = "perfect") -> float:
+        """The ``mu`` counterpart of :meth:`epsilon_ceiling`."""
+        a, b = self._ceiling_errors(kind)
+        return float(np.max(mu_from_errors(a, b)))
+
+    def _margin_witness(self, claim: TradeoffCurve) -> Witness:
+        """The claim's own test: the threshold chosen (by the strategy) to maximise the margin
+        by which the two errors' upper bounds fall below ``claim``, in either order."""
 
         def objective(a: np.ndarray, b: np.ndarray) -> np.ndarray:
             forward, reverse = violation_margin(claim, a, b)
             return np.maximum(forward, reverse)
 
-        w = self._witness(objective)
-        forward, reverse = violation_margin(claim, w["alpha_upper"], w["beta_upper"])
-        forward, reverse = float(forward), float(reverse)
-        if max(forward, reverse) <= 0.0:
-            return None
-        if forward >= reverse:
-            w["order"], w["claimed_beta"] = "d_d_prime", float(claim(w["alpha_upper"]))
-        else:
-            w["order"], w["claimed_beta"] = "d_prime_d", float(claim(w["beta_upper"]))
-        w["claim"] = claim.name
-        return w
+        return self._witness(objective)
+
+    def verdict(
+        self, claim: TradeoffCurve | None, deltas: Sequence[float] = DEFAULT_DELTAS
+    ) -> dict[str, Any]:
+        """Every number a report shows, and the verdict on ``claim``, as one family of tests.
+
+        The family holds ``m = len(deltas) + 1 (+ 1 with a claim)`` tests: the ``eps`` lower
+        bound at each ``delta`` in ``deltas``, the ``mu`` lower bound, and the claim's own test
+        (:meth:`violates`'s threshold, chosen to maximise the margin below the claimed curve).
+        The confidence is split by Bonferroni: each test is read exactly as
+        :meth:`epsilon_witness` / :meth:`mu_witness` read it, at confidence ``1 - gamma/m``
+        (the strategy spends that as it spends ``1 - gamma`` for a lone test).
+
+        The verdict is ``"violated"`` iff some test of the family refutes the claim ``f``:
+
+        - its certified point ``(alpha+, beta+)`` lies strictly below ``f`` in either order,
+          ``beta+ < f(alpha+)`` or ``alpha+ < f(beta+)``;
+        - or its ``eps`` bound at ``delta`` exceeds ``f.epsilon(delta)``, the claim's own
+          ``eps`` at that ``delta``;
+        - or (a ``mu``-GDP claim) its ``mu`` bound exceeds the claimed ``mu``.
+
+        **Consistency.** By construction, no ``eps`` bound of the family is above the claim's
+        ``eps`` at its ``delta``, and no ``mu`` bound above a GDP claim's ``mu``, when the
+        verdict is ``"consistent"``; so a report that shows the family's bounds (as
+        :func:`dpaudit.reports.build_record` does) never shows a certified bound beyond the
+        claim beside a consistent verdict.
+
+        **Validity.** Let ``E_i`` be the event that test ``i``'s two upper bounds hold,
+        ``alpha_i <= alpha+_i`` and ``beta_i <= beta+_i`` for the true errors of its threshold
+        test. The strategy guarantees ``P(not E_i) <= gamma/m`` at confidence ``1 - gamma/m``
+        (whatever the other tests do), so ``P(E_1 and ... and E_m) >= 1 - gamma`` (union
+        bound). Suppose the mechanism is ``f``-DP on this pair, i.e. every test has
+        ``beta >= f(alpha)`` and ``alpha >= f(beta)`` (``f`` is symmetric or both orders are
+        claimed, as in :func:`~dpaudit.audit.lower_bounds.violation_margin`). On the joint
+        event, since ``f`` is non-increasing, ``beta+_i >= beta_i >= f(alpha_i) >=
+        f(alpha+_i)`` and likewise in the other order: no point is below ``f``. ``f``-DP implies
+        ``(f.epsilon(delta), delta)``-DP (``f`` lies above that claim's curve), so each ``eps``
+        bound, valid on ``E_i``, is at most ``f.epsilon(delta)``; and ``f = G_mu`` gives
+        ``mu_i <= mu``. Hence a correct claim is reported violated with probability at most
+        ``gamma``: the verdict is a test at level ``gamma``, and every number of the family
+        holds simultaneously with probability at least ``1 - gamma``.
+
+        Returns a dict: ``verdict`` (``"violated"``, ``"consistent"``, or ``None`` without a
+        claim), ``witness`` (the refuting test's numbers, or ``None``), ``refuted_by`` (which
+        tests refute: ``"claim"``, ``"epsilon@<delta>"``, ``"mu"``), ``epsilon_lower_bounds`` and
+        ``epsilon_witnesses`` (keyed by ``repr(float(delta))``), ``mu_lower_bound``,
+        ``mu_witness``, and ``family``: ``{"tests", "gamma_per_test", "confidence_per_test",
+        "confidence", "method": "bonferroni"}``.
+        """
+        if claim is not None and not isinstance(claim, TradeoffCurve):
+            raise ValueError(f"claim must be a TradeoffCurve, got {type(claim).__name__}")
+        asked = list(dict.fromkeys(check_probability("delta", d, high_open=True) for d in deltas))
+        tests = len(asked) + 1 + (claim is not None)
+        gamma_each = self.gamma / tests
+        member = replace(self, confidence=1.0 - gamma_each)
+        eps_witnesses = {_float_key(d): member.epsilon_witness(d) for d in asked}
+        mu_witness = member.mu_witness()
+        out: dict[str, Any] = {
+            "verdict": None,
+            "witness": None,
+            "refuted_by": [],
+            "epsilon_lower_bounds": {k: w["epsilon"] for k, w in eps_witnesses.items()},
+            "epsilon_witnesses": eps_witnesses,
+            "mu_lower_bound": mu_witness["mu"],
+            "mu_witness": mu_witness,
+            "family": {
+                "tests": tests,
+                "gamma_per_test": gamma_each,
+                "confidence_per_test": 1.0 - gamma_each,
+                "confidence": self.confidence,
+                "method": "bonferroni",
+            },
+        }
+        if claim is None:
+            return out
+        named = [("claim", member._margin_witness(claim)), ("mu", mu_witness)]
+        named += [(f"epsilon@{d!r}", eps_witnesses[_float_key(d)]) for d in asked]
+        refuting = []
+        for label, w in named:
+            evidence = _refutation(claim, w)
+            if evidence is not None:
+                refuting.append((label, w.with_(**evidence, test=label)))
+        out["refuted_by"] = [label for label, _ in refuting]
+        out["verdict"] = "violated" if refuting else "consistent"
+        if refuting:
+            out["witness"] = max(refuting, key=lambda item: item[1].margin)[1]
+        return out
+
+    def violates(
+        self, claim: TradeoffCurve, deltas: Sequence[float] = DEFAULT_DELTAS
+    ) -> Witness | None:
+        """Evidence that the mechanism is not ``claim``-DP, or ``None``.
+
+        The verdict of :meth:`verdict` (the claim's own test together with the ``eps`` bounds at
+        ``deltas`` and the ``mu`` bound, confidence split between them): ``None`` when it is
+        consistent, else the witness of the refuting test with the largest margin, holding
+        ``threshold``, ``alpha_upper``, ``beta_upper``, ``order`` (``"d_d_prime"``:
+        ``beta+ < f(alpha+)``; ``"d_prime_d"``: ``alpha+ < f(beta+)``), ``claimed_beta`` (``f`` at
+        the other error), ``margin``, ``test`` and ``claim``.
+        """
+        if not isinstance(claim, TradeoffCurve):
+            raise ValueError(f"claim must be a TradeoffCurve, got {type(claim).__name__}")
+        return self.verdict(claim, deltas)["witness"]
 
     # ------------------------------------------------------------------ estimates
     def delta_estimate(self, eps: float | np.ndarray) -> dict[str, Any]:
@@ -477,7 +607,7 @@ class AuditResult:
 
     def to_json(self, path: str | None = None, *, indent: int | None = None) -> str:
         """The :meth:`to_dict` record as strict JSON (no NaN/inf); written to ``path`` if given."""
-        text = json.dumps(self.to_dict(), indent=indent, allow_nan=False, default=_json_default)
+        text = json.dumps(self.to_dict(), indent=indent, allow_nan=False, default=json_leaf)
         if path is not None:
             with open(path, "w", encoding="utf-8") as fh:
                 fh.write(text)

@@ -7,12 +7,14 @@ Every object here can produce a trade-off curve (``.tradeoff()``) and a privacy 
     dpaudit.bounds.approx_dp(1.0, 1e-5)(alpha) # (eps, delta)-DP trade-off curve
     dpaudit.bounds.pld.poisson_subsampled_gaussian(1.1, 0.01).self_compose(1000).epsilon(1e-5)
 
-The sub-modules are ``tradeoff``, ``gdp`` (imported as ``from dpaudit.bounds.gdp import ...``:
-the name ``dpaudit.bounds.gdp`` itself is the curve constructor), ``pld``, ``rdp`` and
-``composition``. This package imports nothing else of dpaudit.
+The sub-modules are ``tradeoff``, ``gdp``, ``pld``, ``rdp`` and ``composition``. The name
+``dpaudit.bounds.gdp`` is the module and, called, the curve constructor ``gdp(mu)`` (a callable
+module, :class:`dpaudit._core.modules.CallableModule`), so ``from dpaudit.bounds import gdp`` and
+``import dpaudit.bounds.gdp`` give the same object. This package imports nothing of dpaudit but
+the plumbing in :mod:`dpaudit._core`.
 """
 
-from dpaudit.bounds import composition, pld, rdp, tradeoff
+from dpaudit.bounds import composition, gdp, pld, rdp, tradeoff
 from dpaudit.bounds.composition import (
     AdvancedComposition,
     OptimalComposition,
@@ -27,7 +29,6 @@ from dpaudit.bounds.gdp import (
     berry_esseen,
     clt_mu_fixed,
     clt_mu_poisson,
-    gdp,
     gdp_clt,
     gdp_delta,
     gdp_epsilon,
@@ -41,12 +42,13 @@ from dpaudit.bounds.tradeoff import (
     TradeoffCurve,
     approx_dp,
     compose,
+    deprecated_name,
     from_delta,
     from_discrete,
     from_points,
     identity,
-    laplace,
-    randomized_response,
+    laplace_tradeoff,
+    randomized_response_tradeoff,
     subsample,
     symmetrize,
 )
@@ -79,10 +81,10 @@ __all__ = [
     "gdp_epsilon",
     "gdp_mu",
     "identity",
-    "laplace",
+    "laplace_tradeoff",
     "optimal_composition",
     "pld",
-    "randomized_response",
+    "randomized_response_tradeoff",
     "rdp",
     "subsample",
     "symmetrize",
@@ -90,3 +92,8 @@ __all__ = [
     "zcdp_composition",
     "zcdp_from_pure_dp",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """``laplace`` and ``randomized_response``: deprecated names of the trade-off curves."""
+    return deprecated_name(__name__, name)

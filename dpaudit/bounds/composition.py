@@ -1,6 +1,6 @@
 """Composition theorems for ``(eps, delta)``-DP and privacy amplification by subsampling.
 
-The theorems of THEORY.md section 3, from the loosest to the exact one: basic composition,
+The theorems of docs/theory.md#composition, from the loosest to the exact one: basic composition,
 the advanced composition theorem, composition through zCDP, and the optimal composition of
 Kairouz, Oh & Viswanath, which is the exact privacy region of ``k`` runs of an
 ``(eps, delta)``-DP mechanism. The theorems that give one ``(eps, delta)`` pair return it as a
@@ -16,14 +16,14 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import special
 
-from dpaudit.bounds.tradeoff import PiecewiseLinearTradeoff, from_delta
-from dpaudit.bounds.validation import (
+from dpaudit._core.validation import (
     check_eps_array,
     check_integer,
     check_nonnegative,
     check_probability,
     scalar_like,
 )
+from dpaudit.bounds.tradeoff import PiecewiseLinearTradeoff, from_delta
 
 __all__ = [
     "basic_composition",
@@ -56,8 +56,9 @@ def basic_composition(
 def advanced_composition(
     eps: float, delta: float, k: int, delta_prime: float
 ) -> tuple[float, float]:
-    """The advanced composition theorem (Dwork, Rothblum & Vadhan 2010, Theorem III.3; THEORY.md
-    section 3): ``k`` runs of an ``(eps, delta)``-DP mechanism are ``(eps', k delta + delta')``-DP
+    """The advanced composition theorem (Dwork, Rothblum & Vadhan 2010, Theorem III.3;
+    docs/theory.md#composition): ``k`` runs of an ``(eps, delta)``-DP mechanism are
+    ``(eps', k delta + delta')``-DP
     with ``eps' = eps sqrt(2 k log(1/delta')) + k eps (e^eps - 1)``, for any ``delta' in (0, 1]``.
     The total ``delta`` is capped at 1."""
     eps = check_nonnegative("eps", eps)
@@ -253,7 +254,7 @@ def optimal_composition(eps: float, delta: float, k: int) -> OptimalComposition:
 
 class AdvancedComposition:
     """The advanced composition theorem for ``k`` runs of an ``(eps, delta)``-DP mechanism as a
-    privacy profile (Dwork, Rothblum & Vadhan 2010, Theorem III.3; THEORY.md section 3).
+    privacy profile (Dwork, Rothblum & Vadhan 2010, Theorem III.3; docs/theory.md#composition).
 
     The theorem gives, for every ``delta' in (0, 1]``, ``(eps'(delta'), k delta + delta')``-DP with
     ``eps'(delta') = eps sqrt(2 k log(1/delta')) + k eps (e^eps - 1)``. :meth:`epsilon` evaluates

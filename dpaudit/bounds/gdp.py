@@ -1,6 +1,6 @@
 """Gaussian differential privacy: ``G_mu``, its (eps, delta) dual, central limits, Berry-Esseen.
 
-References (cited as in THEORY.md):
+References (cited as in docs/theory.md):
 
 - DRS: Dong, Roth & Su 2022, "Gaussian differential privacy" (JRSS-B). Definition 4 (``G_mu``),
   Corollary 1 (its dual ``delta(eps)``), Corollary 2 (composition), Theorem 5 (Berry-Esseen),
@@ -12,7 +12,8 @@ References (cited as in THEORY.md):
   privacy profile of the Gaussian mechanism.
 
 The central limits are approximations (``kind="approximation"``), not bounds: they can
-underestimate eps badly for few epochs (THEORY §3). The Berry-Esseen curve is a valid bound.
+underestimate eps badly for few epochs (docs/theory.md#gdp). The Berry-Esseen curve is a valid
+bound.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ import numpy as np
 from scipy import integrate
 from scipy.special import erfcx, log_ndtr, ndtr, ndtri
 
-from dpaudit.bounds.tradeoff import TradeoffCurve
-from dpaudit.bounds.validation import (
+from dpaudit._core.modules import make_callable
+from dpaudit._core.validation import (
     check_choice,
     check_eps_array,
     check_integer,
@@ -34,6 +35,7 @@ from dpaudit.bounds.validation import (
     check_positive,
     check_probability,
 )
+from dpaudit.bounds.tradeoff import TradeoffCurve, register_composition
 
 __all__ = [
     "GDPTradeoff",
@@ -378,7 +380,7 @@ def berry_esseen(rate: float, sigma: float, steps: int) -> BerryEsseenTradeoff:
     ``gamma = 0.56 kappa3_bar / (sqrt(T) (kappa2 - kl^2)^{3/2})`` with the functionals of
     :func:`berry_esseen_functionals`, and ``f(alpha) = max(G_mu~(alpha + gamma) - gamma, 0)``.
     DRS state it for fixed-size batches (replace-one); since ``C_p`` also bounds each step of
-    Poisson sampling under add/remove (THEORY §1), it is a bound there too.
+    Poisson sampling under add/remove (docs/theory.md#tradeoff), it is a bound there too.
     """
     q, s, t = _check_dpsgd(rate, sigma, steps)
     fun = berry_esseen_functionals(q, s)
@@ -392,3 +394,23 @@ def berry_esseen(rate: float, sigma: float, steps: int) -> BerryEsseenTradeoff:
     gamma = 0.56 * fun.kappa3_bar / (math.sqrt(t) * var**1.5)
     name = f"Berry-Esseen(q={q:g}, sigma={s:g}, T={t})"
     return BerryEsseenTradeoff(mu, gamma, fun, name=name)
+
+
+def _compose_gdp(curves: list[TradeoffCurve]) -> GDPTradeoff | None:
+    """``G_mu1 ⊗ ... ⊗ G_mun = G_sqrt(sum mu_i^2)`` (DRS Corollary 2); ``None`` unless every
+    curve is Gaussian DP."""
+    if not all(isinstance(c, GDPTradeoff) for c in curves):
+        return None
+    kinds = {c.kind for c in curves}
+    kind = (
+        kinds.pop()
+        if len(kinds) == 1
+        else ("approximation" if "approximation" in kinds else "bound")
+    )
+    return gdp(math.sqrt(math.fsum(c.mu**2 for c in curves)), kind=kind)
+
+
+register_composition(_compose_gdp)
+
+# ``dpaudit.bounds.gdp`` is this module and, called, the curve constructor gdp(mu).
+make_callable(__name__, "gdp")

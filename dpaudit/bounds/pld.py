@@ -1,7 +1,8 @@
 """Privacy loss distributions (PLDs): the numerically tight (eps, delta) accountant.
 
 For an ordered pair of output distributions ``(P, Q)`` the privacy loss is
-``L = log p(y)/q(y)`` and its law under ``y ~ P`` is the PLD ``PLD(P||Q)`` (THEORY.md section 0).
+``L = log p(y)/q(y)`` and its law under ``y ~ P`` is the PLD ``PLD(P||Q)``
+(docs/theory.md#conventions).
 Everything in this module follows from three facts:
 
 * ``delta(eps) = E_P[(1 - e^{eps - L})_+]`` is the hockey-stick divergence ``H_{e^eps}(P||Q)``
@@ -68,14 +69,19 @@ import numpy as np
 import scipy.fft
 from scipy import special
 
-from dpaudit.bounds.tradeoff import PiecewiseLinearTradeoff, TradeoffCurve, from_points
-from dpaudit.bounds.validation import (
+from dpaudit._core.validation import (
     check_choice,
     check_eps_array,
     check_integer,
     check_positive,
     check_probability,
     check_real,
+)
+from dpaudit.bounds.tradeoff import (
+    PiecewiseLinearTradeoff,
+    TradeoffCurve,
+    from_points,
+    register_composition,
 )
 
 __all__ = [
@@ -516,7 +522,7 @@ class DiscretePLD:
         """Vertices of a lower (upper) bound on ``T(P, Q)``, inside ``[0, 1]^2``.
 
         The Neyman-Pearson curve of the grid pair (atoms ``l_k``, ``P``-masses ``p_k``,
-        ``Q``-masses ``p_k e^{-l_k}``, ``Q``'s remaining mass at ``l = -inf``; THEORY section 2)
+        ``Q``-masses ``p_k e^{-l_k}``, ``Q``'s remaining mass at ``l = -inf``; docs/theory.md#pld)
         is shifted as in the module docstring. Beyond ``_CURVE_VERTICES`` atoms the lower bound
         is taken from a coarser grid (connect-the-dots split, which dominates) and the upper bound
         from every ``factor``-th vertex (merging outcomes is post-processing: chords lie above).
@@ -686,7 +692,7 @@ class PLD:
 
     ``pq`` is ``PLD(P||Q)`` (the loss ``log p/q`` under ``P``) and ``qp`` is ``PLD(Q||P)``.
     A guarantee for a symmetric neighbouring relation must hold in both orders, so ``delta`` is
-    the larger of the two orders (THEORY section 2) and the trade-off curve is the convex hull of
+    the larger of the two orders (docs/theory.md#pld) and the trade-off curve is the convex hull of
     the smaller of the two order curves (``min(T(P,Q), T(Q,P))**``, cf. DRS Proposition 2).
     ``PLD`` objects satisfy the ``PrivacyProfile`` protocol (``delta``, ``epsilon``, ``tradeoff``).
     """
@@ -763,7 +769,7 @@ class PLD:
 
         ``"lower"`` (default) gives a valid lower bound on it (kind ``bound``: a privacy
         guarantee); ``"upper"`` an upper bound (kind ``approximation``); the exact curve lies
-        between them. Built from the Neyman-Pearson curves of the grid PLDs (THEORY section 2).
+        between them. Built from the Neyman-Pearson curves of the grid PLDs (docs/theory.md#pld).
         """
         bound = _check_bound(bound)
         parts = [order._curve_vertices(bound) for order in self._orders()]
@@ -1189,7 +1195,7 @@ def poisson_subsampled_gaussian(
     """PLD of the Poisson-subsampled Gaussian mechanism (one step of DP-SGD), both orders.
 
     ``P = N(0, sigma^2)`` and ``Q = (1 - q) N(0, sigma^2) + q N(sensitivity, sigma^2)`` with
-    ``q = rate`` (add/remove: ``D_prime = D + {target}``; THEORY section 2). The order ``P||Q``
+    ``q = rate`` (add/remove: ``D_prime = D + {target}``; docs/theory.md#pld). The order ``P||Q``
     has ``L(y) = -log(1 - q + q e^{z(y)})`` with ``z(y) = (2 y Delta - Delta^2)/(2 sigma^2)``;
     ``Q||P`` has ``+log(...)`` under ``Q``. Both losses are monotone in ``y``, so bin masses are
     differences of normal CDFs at the inverse losses (no sampling, no quadrature error); the
@@ -1470,7 +1476,7 @@ def from_tradeoff(curve: TradeoffCurve, *, step: float | None = None) -> PLD:
     """PLD (both orders) of the canonical discrete pair ``(P, Q)`` of a trade-off curve.
 
     A piecewise-linear convex curve is exactly ``T(P, Q)`` for the pair whose outcomes are its
-    segments (THEORY section 1, read backwards); any other curve is first replaced by a
+    segments (docs/theory.md#tradeoff, read backwards); any other curve is first replaced by a
     piecewise-linear curve below it (from chord extensions), so the PLD is pessimistic.
     """
     p, q = _canonical_pair(curve)
@@ -1502,3 +1508,6 @@ def compose_tradeoffs(
     names = " x ".join(getattr(c, "name", "f") for c in curves)
     a, b = total._curve_vertices("lower")
     return from_points(a, b, name=f"composition({names})", kind="bound")
+
+
+register_composition(compose_tradeoffs, general=True)

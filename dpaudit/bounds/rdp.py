@@ -2,7 +2,7 @@
 
 A mechanism is ``(lambda, eps(lambda))``-RDP (Mironov 2017, "Rényi differential privacy",
 Definition 4) when the Rényi divergence ``D_lambda(P || Q) = log E_Q[(p/q)^lambda] / (lambda - 1)``
-is at most ``eps(lambda)`` for every neighbouring pair, in both orders (THEORY.md section 4).
+is at most ``eps(lambda)`` for every neighbouring pair, in both orders (docs/theory.md#rdp).
 An :class:`RDPCurve` holds such a guarantee at a finite set of orders; it composes by adding
 order by order and converts into ``(eps, delta)`` statements and into a trade-off curve, so that it
 can be drawn on the same ``(alpha, beta)`` plane as every other bound of dpaudit.
@@ -20,8 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from dpaudit.bounds.tradeoff import TradeoffCurve
-from dpaudit.bounds.validation import (
+from dpaudit._core.validation import (
     check_choice,
     check_eps_array,
     check_integer,
@@ -30,6 +29,7 @@ from dpaudit.bounds.validation import (
     check_probability,
     scalar_like,
 )
+from dpaudit.bounds.tradeoff import TradeoffCurve
 
 __all__ = [
     "DEFAULT_ORDERS",
@@ -183,6 +183,8 @@ class RDPCurve:
     name:
         Label for tables and figures.
 
+    Notes
+    -----
     Composition adds the curves order by order (Mironov 2017, Proposition 1); ``a + b`` is
     :meth:`compose`. The conversions to ``(eps, delta)`` minimise over the stored orders.
     """
@@ -439,7 +441,7 @@ def rdp_randomized_response(eps: float, k: int = 2, orders: object = DEFAULT_ORD
     """RDP of ``k``-ary randomized response with parameter ``eps``: the true value is reported
     with probability ``e^eps / (e^eps + k - 1)``, each other value with ``1 / (e^eps + k - 1)``;
     neighbours differ in the input value (``replace_one``). For binary ``k = 2`` this keeps the
-    bit with ``p = e^eps / (1 + e^eps)`` and gives THEORY.md section 4's
+    bit with ``p = e^eps / (1 + e^eps)`` and gives docs/theory.md#rdp:
     ``log(p^lambda (1-p)^(1-lambda) + (1-p)^lambda p^(1-lambda)) / (lambda-1)``.
 
     In general ``D_lambda = log(1 + (e^{x} - 1)(1 - e^{-x-eps}) e^{eps} / (e^eps + k - 1))

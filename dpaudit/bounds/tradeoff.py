@@ -7,7 +7,7 @@ privacy", Definition 2; cited below as DRS). It is convex, continuous, non-incre
 PLDs, RDP curves, composition theorems) can produce one, which is what makes them comparable with
 the empirical curves of an audit.
 
-Conventions (THEORY.md section 0): ``alpha = E_P[phi]`` is the false-positive rate,
+Conventions (docs/theory.md#conventions): ``alpha = E_P[phi]`` is the false-positive rate,
 ``beta = 1 - E_Q[phi]`` the false-negative rate, with ``phi`` the probability of answering
 "the output came from D_prime". The dual privacy profile of ``f`` is
 ``delta(eps) = 1 - inf_alpha (e^eps alpha + f(alpha))`` (DRS Propositions 5 and 6).
@@ -21,12 +21,13 @@ numerical dual (grid search refined by golden-section search); its absolute accu
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 
 import numpy as np
 from scipy.optimize import isotonic_regression
 
-from dpaudit.bounds.validation import (
+from dpaudit._core.validation import (
     check_array_in_unit_interval,
     check_choice,
     check_eps_array,
@@ -44,8 +45,8 @@ __all__ = [
     "from_delta",
     "identity",
     "approx_dp",
-    "laplace",
-    "randomized_response",
+    "laplace_tradeoff",
+    "randomized_response_tradeoff",
     "symmetrize",
     "subsample",
     "compose",
@@ -292,7 +293,8 @@ class TradeoffCurve:
 class PiecewiseLinearTradeoff(TradeoffCurve):
     """A trade-off curve given by its vertices and joined linearly.
 
-    This is the exact trade-off function of a pair of discrete distributions (THEORY section 1)
+    This is the exact trade-off function of a pair of discrete distributions
+    (docs/theory.md#tradeoff)
     and the form of every curve read off a PLD or off empirical points. Its inverse, its
     ``delta(eps)`` and its points are exact (no numerical search).
 
@@ -430,7 +432,8 @@ def from_points(
 
     All randomised mixtures of the tests behind the points are achievable too, so the curve is
     the lower convex hull of the points together with the trivial tests ``(0, 1)`` and ``(1, 0)``
-    (THEORY section 0). Points are validated to lie in [0, 1]. The hull takes O(n log n) for
+    (docs/theory.md#conventions). Points are validated to lie in [0, 1]. The hull takes
+    O(n log n) for
     the sort and O(n) after it (see :func:`_lower_hull`).
     """
     a = check_array_in_unit_interval("alpha", alpha).ravel()
@@ -457,7 +460,8 @@ def from_discrete(
 ) -> PiecewiseLinearTradeoff:
     """The exact trade-off function ``T(P, Q)`` of two pmfs on the same outcomes.
 
-    Neyman-Pearson (THEORY section 1): order the outcomes by likelihood ratio ``q/p`` from the
+    Neyman-Pearson (docs/theory.md#tradeoff): order the outcomes by likelihood ratio ``q/p``
+    from the
     largest down (outcomes with ``p = 0`` first, those with ``q = 0`` last), accumulate
     ``alpha`` (the P-mass) and ``beta`` (1 - the Q-mass) and join the vertices linearly; ties in
     the ratio give collinear vertices. Outcomes with ``p = q = 0`` are ignored.
@@ -562,12 +566,13 @@ def approx_dp(eps: float, delta: float) -> TradeoffCurve:
     )
 
 
-def laplace(eps: float) -> TradeoffCurve:
-    """``T(Lap(0, b), Lap(Delta, b))`` with ``eps = Delta / b`` (DRS Section 2.2, THEORY §1).
+def laplace_tradeoff(eps: float) -> TradeoffCurve:
+    """``T(Lap(0, b), Lap(Delta, b))`` with ``eps = Delta / b`` (DRS Section 2.2;
+    docs/theory.md#tradeoff).
 
     ``1 - e^eps alpha`` for ``alpha < e^-eps / 2``, ``e^-eps / (4 alpha)`` up to ``alpha = 1/2``,
     ``e^-eps (1 - alpha)`` above; symmetric. Dual: ``delta(x) = 1 - e^{(x - eps)/2}`` for
-    ``0 <= x <= eps`` and 0 above (THEORY §2), evaluated with ``expm1``.
+    ``0 <= x <= eps`` and 0 above (docs/theory.md#pld), evaluated with ``expm1``.
     """
     eps_f = check_nonnegative("eps", eps)
     knee = 0.5 * math.exp(-eps_f)
@@ -588,14 +593,15 @@ def laplace(eps: float) -> TradeoffCurve:
     )
 
 
-def randomized_response(eps: float, k: int = 2) -> TradeoffCurve:
+def randomized_response_tradeoff(eps: float, k: int = 2) -> TradeoffCurve:
     """Exact trade-off of k-ary randomized response between two different true values.
 
     The true value is kept with probability ``e^eps / (e^eps + k - 1)``, otherwise one of the
     other ``k - 1`` values is reported uniformly. Ordering the outcomes by likelihood ratio
     (``e^eps``, then ``1`` for the ``k - 2`` bystanders, then ``e^-eps``) gives
     ``f(alpha) = max(0, 1 - e^eps alpha, 1 - c - alpha, e^-eps (1 - alpha))`` with
-    ``c = (e^eps - 1)/(e^eps + k - 1)``; for ``k = 2`` this is ``f_{eps,0}`` (THEORY §1).
+    ``c = (e^eps - 1)/(e^eps + k - 1)``; for ``k = 2`` this is ``f_{eps,0}``
+    (docs/theory.md#tradeoff).
     Symmetric. Dual: ``delta(x) = (e^eps - e^x)_+ / (e^eps + k - 1)``.
     """
     eps_f = check_nonnegative("eps", eps)
@@ -701,7 +707,8 @@ def subsample(f: TradeoffCurve, p: float) -> TradeoffCurve:
     """The p-sampling operator ``C_p(f) = min(f_p, f_p^{-1})**`` with ``f_p = p f + (1-p) Id``.
 
     DRS Definition 6 and Theorem 9: a mechanism that is f-DP becomes ``C_p(f)``-DP when run on a
-    subsample of fraction ``p`` (without replacement, ``replace_one``); by THEORY §1 the same
+    subsample of fraction ``p`` (without replacement, ``replace_one``); by
+    docs/theory.md#tradeoff the same
     operator covers Poisson sampling with rate ``p`` under ``add_remove``.
 
     - symmetric ``f`` (not piecewise linear): the closed form of DRS eq. (13) through the fixed
@@ -765,6 +772,33 @@ def subsample(f: TradeoffCurve, p: float) -> TradeoffCurve:
     return TradeoffCurve(fn, name=name, kind=kind, symmetric=True, delta_fn=delta_fn)
 
 
+#: How ``compose`` combines curves, filled in by the theory modules when they are imported (they
+#: sit above this module, so it cannot import them): ``exact`` rules are tried in order and return
+#: ``None`` when they do not apply (Gaussian DP composes in closed form); ``general`` composes any
+#: curves (through privacy loss distributions).
+_COMPOSITION_RULES: dict[str, list[Callable[[list[TradeoffCurve]], TradeoffCurve | None]]] = {
+    "exact": [],
+    "general": [],
+}
+
+
+def register_composition(
+    rule: Callable[[list[TradeoffCurve]], TradeoffCurve | None], *, general: bool = False
+) -> None:
+    """Teach :func:`compose` a composition rule (called by :mod:`dpaudit.bounds.gdp` and
+    :mod:`dpaudit.bounds.pld` at import, so that this module does not import them).
+
+    Parameters
+    ----------
+    rule:
+        Takes the list of curves; returns their composition, or ``None`` when the rule does not
+        apply (``general`` rules must always apply).
+    general:
+        True for the fallback rule that composes any curves.
+    """
+    _COMPOSITION_RULES["general" if general else "exact"].append(rule)
+
+
 def compose(*curves: TradeoffCurve) -> TradeoffCurve:
     """The tensor product ``f_1 ⊗ ... ⊗ f_n`` (DRS Theorem 4): the guarantee of running the
     mechanisms one after the other on the same data.
@@ -780,17 +814,35 @@ def compose(*curves: TradeoffCurve) -> TradeoffCurve:
             raise ValueError(f"curves[{i}] must be a TradeoffCurve, got {type(c).__name__}")
     if len(curves) == 1:
         return curves[0]
-    from dpaudit.bounds.gdp import GDPTradeoff, gdp
+    for rule in (*_COMPOSITION_RULES["exact"], *_COMPOSITION_RULES["general"]):
+        out = rule(list(curves))
+        if out is not None:
+            return out
+    raise ValueError("no composition rule applies: import dpaudit.bounds first")
 
-    if all(isinstance(c, GDPTradeoff) for c in curves):
-        kinds = {c.kind for c in curves}
-        kind = (
-            kinds.pop()
-            if len(kinds) == 1
-            else ("approximation" if "approximation" in kinds else "bound")
-        )
-        mu = math.sqrt(math.fsum(c.mu**2 for c in curves))
-        return gdp(mu, kind=kind)
-    from dpaudit.bounds.pld import compose_tradeoffs
 
-    return compose_tradeoffs(list(curves))
+#: Names of the previous release, kept for one release with a DeprecationWarning: they read the
+#: same as the privacy-loss-distribution constructors :func:`dpaudit.bounds.pld.laplace` and
+#: :func:`dpaudit.bounds.pld.randomized_response`, which take different arguments.
+DEPRECATED_NAMES = {
+    "laplace": "laplace_tradeoff",
+    "randomized_response": "randomized_response_tradeoff",
+}
+
+
+def deprecated_name(module: str, name: str) -> object:
+    """The object behind a deprecated name of :data:`DEPRECATED_NAMES`, with a warning."""
+    if name not in DEPRECATED_NAMES:
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    new = DEPRECATED_NAMES[name]
+    warnings.warn(
+        f"{module}.{name} is deprecated and will be removed in the next release; "
+        f"use dpaudit.bounds.{new}",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return globals()[new]
+
+
+def __getattr__(name: str) -> object:
+    return deprecated_name(__name__, name)

@@ -28,9 +28,9 @@ from typing import Any
 
 import numpy as np
 
+from dpaudit._core.validation import check_choice, check_positive, check_probability
 from dpaudit.bounds.gdp import gdp
 from dpaudit.bounds.tradeoff import approx_dp
-from dpaudit.bounds.validation import check_choice, check_positive, check_probability
 from dpaudit.mechanisms.blackbox import BlackBox
 
 __all__ = [

@@ -13,20 +13,22 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from dpaudit.bounds.tradeoff import TradeoffCurve
-from dpaudit.bounds.validation import (
+from dpaudit._core.validation import (
     check_choice,
     check_integer,
     check_positive,
     check_probability,
 )
+from dpaudit.bounds.tradeoff import TradeoffCurve
 
 __all__ = [
     "RELATIONS",
+    "Relation",
     "METHOD_KINDS",
     "NeighbouringPair",
     "PrivacyProfile",
@@ -40,8 +42,27 @@ __all__ = [
     "mechanism_spec",
 ]
 
-#: ``add_remove``: ``D_prime = D + {target}``; ``replace_one``: one record of ``D`` replaced.
-RELATIONS = ("add_remove", "replace_one")
+
+class Relation(str, Enum):
+    """The neighbouring relation of a pair: ``add_remove`` (``D_prime = D + {target}``) or
+    ``replace_one`` (one record of ``D`` replaced).
+
+    A string enum: a relation equals its value (``Relation.ADD_REMOVE == "add_remove"``), prints as
+    its value and is written to JSON as its value, so specs and ``results.json`` keep their format.
+    """
+
+    ADD_REMOVE = "add_remove"
+    REPLACE_ONE = "replace_one"
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+
+#: The values of :class:`Relation`, as accepted wherever a relation is named.
+RELATIONS = tuple(r.value for r in Relation)
 
 #: Every theory method and what kind of statement it makes about the mechanism.
 METHOD_KINDS: dict[str, str] = {
@@ -65,13 +86,14 @@ class NeighbouringPair:
 
     d: np.ndarray
     d_prime: np.ndarray
-    relation: str = "add_remove"
+    relation: Relation | str = Relation.ADD_REMOVE
     description: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "d", np.asarray(self.d))
         object.__setattr__(self, "d_prime", np.asarray(self.d_prime))
-        check_choice("relation", self.relation, RELATIONS)
+        relation = Relation(check_choice("relation", self.relation, RELATIONS))
+        object.__setattr__(self, "relation", relation)
         nd = self.d.shape[0] if self.d.ndim else 1
         ndp = self.d_prime.shape[0] if self.d_prime.ndim else 1
         if self.relation == "add_remove" and abs(nd - ndp) != 1:
@@ -93,7 +115,7 @@ class NeighbouringPair:
         return {
             "d": self.d.tolist(),
             "d_prime": self.d_prime.tolist(),
-            "relation": self.relation,
+            "relation": self.relation.value,
             "description": self.description,
         }
 

@@ -21,7 +21,9 @@ compare the audit with what the code promises. The neighbouring pair is given by
 (``dataset`` and ``neighbour``); :mod:`dpaudit.audit.pair_search` can search for a better one.
 
 Spec form (``mechanism = { kind = "blackbox", ... }``): ``callable = "package.module:function"``
-is imported with :mod:`importlib`; with ``params = { ... }`` the callable is a factory called as
+is imported with :mod:`importlib`, from the spec file's own folder first when the module's file
+lies there (no ``PYTHONPATH`` needed, and ``sys.path`` is left as it was); with
+``params = { ... }`` the callable is a factory called as
 ``factory(**params)`` that returns the release function.
 """
 
@@ -29,13 +31,15 @@ from __future__ import annotations
 
 import importlib
 import numbers
+import sys
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from dpaudit._core.validation import check_choice
 from dpaudit.bounds.tradeoff import TradeoffCurve
-from dpaudit.bounds.validation import check_choice
 from dpaudit.mechanisms.base import (
     RELATIONS,
     CurveProfile,
@@ -49,16 +53,50 @@ from dpaudit.mechanisms.base import (
 __all__ = ["BlackBox", "load_callable"]
 
 
-def load_callable(spec: str) -> Callable[..., Any]:
+def _beside(directory: Path, module_name: str) -> bool:
+    """Whether the top-level package or module of ``module_name`` is a file in ``directory``."""
+    top = module_name.split(".")[0]
+    return (directory / f"{top}.py").is_file() or (directory / top / "__init__.py").is_file()
+
+
+def _import_beside(directory: Path, module_name: str) -> Any:
+    """Import ``module_name`` from ``directory`` without leaving a trace: ``sys.path`` is
+    restored, and the modules loaded from ``directory`` are taken out of ``sys.modules`` again
+    (any module of the same name imported before is put back). Another spec's module of the
+    same name is therefore never mistaken for this one, and functions of such a module are
+    pickled by value when they are sent to worker processes."""
+    top = module_name.split(".")[0]
+    own = [n for n in sys.modules if n == top or n.startswith(f"{top}.")]
+    saved = {n: sys.modules.pop(n) for n in own}
+    sys.path.insert(0, str(directory))
+    try:
+        return importlib.import_module(module_name)
+    finally:
+        sys.path.remove(str(directory))
+        for name in [n for n in sys.modules if n == top or n.startswith(f"{top}.")]:
+            del sys.modules[name]
+        sys.modules.update(saved)
+
+
+def load_callable(spec: str, directory: str | Path | None = None) -> Callable[..., Any]:
     """Import ``"package.module:function"`` (attribute paths such as ``module:Class.method``
-    work too) and return the callable; any problem raises ``ValueError`` naming ``spec``."""
+    work too) and return the callable; any problem raises ``ValueError`` naming ``spec``.
+
+    With ``directory`` (a spec file's folder), a module whose file lies in that folder is
+    imported from there first, without changing ``sys.path`` or ``sys.modules`` for anything
+    else (the module is dropped from ``sys.modules`` again, so its functions are pickled by
+    value for worker processes); other modules are imported as usual.
+    """
     if not isinstance(spec, str) or spec.count(":") != 1:
         raise ValueError(f"callable must look like 'package.module:function', got {spec!r}")
     module_name, _, attribute = spec.partition(":")
     if not module_name or not attribute:
         raise ValueError(f"callable must look like 'package.module:function', got {spec!r}")
     try:
-        obj: Any = importlib.import_module(module_name)
+        if directory is not None and _beside(Path(directory), module_name):
+            obj: Any = _import_beside(Path(directory), module_name)
+        else:
+            obj = importlib.import_module(module_name)
     except ImportError as exc:
         raise ValueError(
             f"callable {spec!r}: cannot import module {module_name!r} ({exc})"
@@ -162,7 +200,10 @@ class BlackBox(Mechanism):
         self.fn = fn
         self.claim = claim
         self.vectorised = vectorised
-        self.label = name or f"BlackBox({_callable_name(fn)})"
+        #: How the release function is named in results: ``module:qualname``, or for a spec's
+        #: factory the spec's callable with its arguments.
+        self.callable_name = _callable_name(fn)
+        self.label = name or f"BlackBox({self.callable_name})"
         self.relation = relation or "replace_one"
         self._pair: NeighbouringPair | None = None
         if dataset is not None:
@@ -188,11 +229,13 @@ class BlackBox(Mechanism):
         params: Mapping[str, Any] | None = None,
         claim: TradeoffCurve | PrivacyProfile | None = None,
         name: str | None = None,
+        directory: str | Path | None = None,
     ) -> BlackBox:
         """Build from the spec form; ``target`` is the spec's ``callable``
         (``"package.module:function"``). With ``params`` it names a factory and
-        ``factory(**params)`` is the release function."""
-        fn = load_callable(target)
+        ``factory(**params)`` is the release function. ``directory`` (the spec's folder) is
+        searched first for the module (:func:`load_callable`)."""
+        fn = load_callable(target, directory)
         if params is not None:
             if not isinstance(params, Mapping):
                 raise ValueError(f"params must be a table of keyword arguments, got {params!r}")
@@ -207,15 +250,20 @@ class BlackBox(Mechanism):
                     f"callable {target!r} called with params must return the release function, "
                     f"got {type(fn).__name__}"
                 )
-        return cls(
+        shown = target
+        if params is not None:
+            shown += "(" + ", ".join(f"{k}={v!r}" for k, v in params.items()) + ")"
+        box = cls(
             fn,
             claim,
             vectorised=vectorised,
             dataset=dataset,
             neighbour=neighbour,
             relation=relation,
-            name=name or f"BlackBox({target})",
+            name=name or f"BlackBox({shown})",
         )
+        box.callable_name = shown
+        return box
 
     @property
     def name(self) -> str:
@@ -229,7 +277,7 @@ class BlackBox(Mechanism):
             claim = self.claim.name
         elif self.claim is not None:
             claim = type(self.claim).__name__
-        return {"callable": _callable_name(self.fn), "vectorised": self.vectorised, "claim": claim}
+        return {"callable": self.callable_name, "vectorised": self.vectorised, "claim": claim}
 
     def _theories(self) -> dict[str, Callable[[], PrivacyProfile]]:
         """``claim``: the implementer's stated guarantee, when given."""

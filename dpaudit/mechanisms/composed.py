@@ -17,11 +17,11 @@ from typing import Any
 
 import numpy as np
 
+from dpaudit._core.validation import check_integer
 from dpaudit.bounds import pld as pld_lib
 from dpaudit.bounds.composition import AdvancedComposition, OptimalComposition
 from dpaudit.bounds.gdp import berry_esseen, gdp, gdp_clt
 from dpaudit.bounds.rdp import DEFAULT_ORDERS, RDPCurve
-from dpaudit.bounds.validation import check_integer
 from dpaudit.mechanisms.base import (
     AdditiveNoiseMechanism,
     CurveProfile,

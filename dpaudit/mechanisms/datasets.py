@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpaudit.bounds.validation import check_integer, check_positive, check_real
+from dpaudit._core.validation import check_integer, check_positive, check_real
 
 __all__ = [
     "Dataset",

@@ -5,7 +5,7 @@ One call ``sample(dataset, size, rng)`` trains ``size`` independent models on ``
 models sit side by side in an array of shape ``(size, P)`` and every step is a handful of
 vectorised numpy operations over all runs and all sampled examples together.
 
-Step ``t`` of every run (THEORY.md section 6):
+Step ``t`` of every run (docs/theory.md#dpsgd):
 
 1. **sample a batch**: Poisson sampling, each record independently with probability ``q``
    (``sampling="poisson"``, neighbouring relation ``add_remove``), or exactly ``m`` of the ``n``
@@ -41,10 +41,10 @@ What is observed:
   ``y_t = (sum_{i in B_t} g_i + sigma C xi_t)[theta_c] / C = sum_{i in B_t} c_i + sigma xi_t``,
   equivalently ``y_t = -(B / (lr C)) (theta_c after step t - theta_c before)``. So ``y_t`` is
   exactly one draw of the Poisson- (or fixed-size-) subsampled Gaussian mechanism with noise
-  ``sigma`` on the records' coefficients ``c_i`` (THEORY.md section 2), independently across
+  ``sigma`` on the records' coefficients ``c_i`` (docs/theory.md#pld), independently across
   steps: that is :meth:`DPSGD.log_density`, and the likelihood-ratio attack on it is the
-  Neyman-Pearson score ``sum_t log(1 - q + q exp((2 y_t - 1) / (2 sigma^2)))`` of THEORY.md
-  section 6.
+  Neyman-Pearson score ``sum_t log(1 - q + q exp((2 y_t - 1) / (2 sigma^2)))`` of
+  docs/theory.md#dpsgd.
 
 Theory (``epsilon``, ``delta``, ``tradeoff`` with ``method=`` ``"pld"``, ``"rdp"``,
 ``"berry_esseen"``, ``"gdp_clt"``; a single step also ``"exact"``): every step is a subsampled
@@ -68,7 +68,7 @@ import numpy as np
 from scipy import sparse
 from scipy.special import expit
 
-from dpaudit.bounds.validation import (
+from dpaudit._core.validation import (
     check_choice,
     check_integer,
     check_positive,

@@ -21,21 +21,20 @@ the same length, so their relation is ``replace_one``. Each mechanism's :meth:`w
 the pair on which its leak is largest (or the pair StatDP and DP-Sniper report).
 
 :data:`FLAWED` maps the registry names (``dpaudit list``, spec kind ``flawed``) to the classes;
-:func:`run_benchmark` audits all of them and lays the certified lower bounds beside the true
-``eps`` and the best published lower bounds (:data:`PUBLISHED`).
+:func:`dpaudit.audit.benchmark.run_benchmark` audits all of them and lays the certified lower
+bounds beside the true ``eps`` and the best published lower bounds (:data:`PUBLISHED`).
 """
 
 from __future__ import annotations
 
 import math
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from dpaudit._core.validation import check_integer, check_positive, check_probability, check_real
 from dpaudit.bounds.tradeoff import TradeoffCurve, approx_dp
-from dpaudit.bounds.validation import check_integer, check_positive, check_probability, check_real
 from dpaudit.mechanisms.base import (
     Mechanism,
     NeighbouringPair,
@@ -50,9 +49,6 @@ __all__ = [
     "PUBLISHED",
     "flawed",
     "claimed_curve",
-    "run_benchmark",
-    "summarize_benchmark",
-    "format_benchmark",
     "NoisyHist",
     "NoisyHistWrongScale",
     "ReportNoisyMax",
@@ -72,6 +68,10 @@ __all__ = [
     "LaplaceSkippedNoise",
     "RandomizedResponseBinary",
     "RandomizedResponseBinaryFormula",
+    "DP_AUDITORIUM",
+    "DPAuditoriumMeanNoisyScale",
+    "DPAuditoriumSVTRevealRecords",
+    "DPAuditoriumNoisyMaxGumbel",
 ]
 
 
@@ -883,6 +883,131 @@ class RandomizedResponseBinaryFormula(RandomizedResponseBinary):
         return {**super().params(), "m": self.categories}
 
 
+# ------------------------------------------------------------------ DP-Auditorium test material
+#
+# Mechanisms re-implemented from the test material of Google's DP-Auditorium
+# (github.com/google/differential-privacy, python/dp_auditorium/dp_auditorium/mechanisms/),
+# audited there as black boxes. Each class names its source file and the flaw it has.
+
+
+class DPAuditoriumMeanNoisyScale(FlawedMechanism):
+    """Mean of records clipped to ``[0, 1]`` whose noise scale is computed from a *noisy count*
+    and clipped below at ``1e-12`` (DP-Auditorium, ``mechanisms/mean.py``, ``MeanMechanism`` with
+    noised counts for the noise scale). Half the budget buys ``n~ = n + Lap(2/eps)``, the other
+    half ``Lap(s)`` with ``s = max(1e-12, 2 / (eps n~))`` added to ``sum / n``.
+
+    Flaw: when ``n~ <= 0`` the scale becomes ``1e-12`` and the exact mean is released. With
+    ``D = [1]`` and ``D' = [1, 0]`` (add one record): ``P_D(|y - 1| <= w) >= P(Lap(2/eps) <= -1)
+    = e^(-eps/2) / 2`` (the ``Lap(1e-12)`` noise exceeds ``w = 1e-9`` with probability
+    ``e^-1000``), while under ``D'`` the output is ``1/2 + Lap(s)`` and a Laplace density at
+    distance ``1/2 - w`` is at most ``1 / (2 e (1/2 - w))`` whatever ``s``, so
+    ``P_D'(|y - 1| <= w) <= w / (e (1/2 - w))``. The ratio proves ``eps >= log(e^(1 - eps/2)
+    (1/2 - w) / (2 w))`` (``19.8`` at ``eps = 1``); no finite upper bound is known.
+    Dataset: the records (any length); neighbours add or remove one record.
+    """
+
+    registry_name = "dpa_mean_noisy_scale"
+    citation = "DP-Auditorium, python/dp_auditorium/dp_auditorium/mechanisms/mean.py"
+    adjacency = "add_remove"
+    relation = "add_remove"
+    default_k = 1
+    #: The clipped noise scale of the source.
+    floor = 1e-12
+
+    def epsilon_bounds(self) -> tuple[float, float]:
+        w = 1e-9
+        lower = 1.0 - self.eps / 2.0 + math.log((0.5 - w) / (2.0 * w))
+        return (lower, math.inf)
+
+    def _answers(self, dataset: object) -> np.ndarray:
+        try:
+            x = np.asarray(dataset, dtype=float)
+        except (TypeError, ValueError) as exc:
+            kind = type(dataset).__name__
+            raise ValueError(f"dataset must be a vector of records, got {kind}") from exc
+        if x.ndim != 1 or x.size < 1 or not np.isfinite(x).all():
+            raise ValueError(
+                f"dataset must be a non-empty vector of finite records for {self.name}"
+            )
+        return np.clip(x, 0.0, 1.0)
+
+    def _sample(self, a, size, rng):
+        n = a.size
+        noisy_count = n + rng.laplace(0.0, 2.0 / self.eps, size)
+        with np.errstate(divide="ignore"):
+            scale = np.maximum(self.floor, 2.0 / (self.eps * noisy_count))
+        return a.sum() / n + rng.laplace(0.0, 1.0, size) * scale
+
+    def worst_case_pair(self) -> NeighbouringPair:
+        """``[1]`` vs ``[1, 0]``: a second record, and a count small enough to go negative."""
+        return NeighbouringPair(
+            np.array([1.0]), np.array([1.0, 0.0]), "add_remove", "one record vs one added"
+        )
+
+
+class DPAuditoriumSVTRevealRecords(SparseVectorLeeClifton):
+    """Sparse vector with binary answers, threshold noise ``Lap(4/eps)`` and query noise
+    ``Lap(4/(3 eps))`` whatever the cutoff ``c`` (DP-Auditorium,
+    ``mechanisms/sparse_vector_technique.py``, ``SVT4``; Lyu et al. 2017, Algorithm 4), on
+    DP-Auditorium's "reveal records" query: the first ``k - 1`` queries answer the last record,
+    the last query the record before it, so the records ``[0, 1]`` and ``[0, 1, 0]`` (one record
+    added) give the answers ``[1, ..., 1, 0]`` and ``[0, ..., 0, 1]``.
+
+    Flaw: the stated ``eps`` guarantee does not hold, not even for ``c = 1``: Lyu et al. 2017
+    prove ``((1 + 6c)/4) eps`` (``1.75 eps`` for ``c = 1``), the upper bound used here. No lower
+    bound is proved here; audits certify more than ``eps``.
+    """
+
+    registry_name = "dpa_svt_reveal_records"
+    citation = (
+        "DP-Auditorium, python/dp_auditorium/dp_auditorium/mechanisms/sparse_vector_technique.py"
+    )
+    default_threshold = 0.5
+    proven_lower: dict = {}
+
+    def worst_case_pair(self) -> NeighbouringPair:
+        """``[1, ..., 1, 0]`` vs ``[0, ..., 0, 1]`` (the reveal-records query on ``[0, 1]`` and
+        ``[0, 1, 0]``)."""
+        k = self.k
+        return self._pair(
+            [1.0] * (k - 1) + [0.0], [0.0] * (k - 1) + [1.0], "reveal-records query, one added"
+        )
+
+
+class DPAuditoriumNoisyMaxGumbel(FlawedMechanism):
+    """Noisy max with Gumbel noise: the index of the largest ``count_i + Gumbel(2/eps)``
+    (DP-Auditorium, ``mechanisms/noisy_max.py``, ``NoisyMaxMechanism``). Correct: it samples
+    index ``i`` with probability proportional to ``exp(eps count_i / 2)`` (the exponential
+    mechanism); one record raises one count by one, which multiplies one weight by ``e^(eps/2)``
+    and the normaliser by at most that, so every probability changes by at most ``e^(eps/2)``:
+    the true ``eps`` is at most ``eps/2``. Counts as the dataset, histogram neighbours.
+    """
+
+    registry_name = "dpa_noisy_max_gumbel"
+    citation = "DP-Auditorium, python/dp_auditorium/dp_auditorium/mechanisms/noisy_max.py"
+    adjacency = "l1"
+
+    def epsilon_bounds(self) -> tuple[float, float]:
+        return (0.0, self.eps / 2.0)
+
+    def _sample(self, a, size, rng):
+        noisy = a + rng.gumbel(0.0, 2.0 / self.eps, (size, a.size))
+        return np.argmax(noisy, axis=1)
+
+    def worst_case_pair(self) -> NeighbouringPair:
+        """All counts zero vs the first count one."""
+        d_prime = [1.0] + [0.0] * (self.k - 1)
+        return self._pair([0.0] * self.k, d_prime, "one record added to the first count")
+
+
+#: The mechanisms of the block above (DP-Auditorium's test material).
+DP_AUDITORIUM = (
+    DPAuditoriumMeanNoisyScale,
+    DPAuditoriumSVTRevealRecords,
+    DPAuditoriumNoisyMaxGumbel,
+)
+
+
 # ------------------------------------------------------------------------------ registry
 
 #: Registry name -> class (spec kind ``flawed``, ``dpaudit list``).
@@ -908,6 +1033,7 @@ FLAWED: dict[str, type[FlawedMechanism]] = {
         LaplaceSkippedNoise,
         RandomizedResponseBinary,
         RandomizedResponseBinaryFormula,
+        *DP_AUDITORIUM,
     )
 }
 
@@ -936,6 +1062,9 @@ PUBLISHED: dict[str, tuple[float, str] | None] = {
     "laplace_skipped_noise": None,
     "randomized_response": None,
     "randomized_response_binary_formula": None,
+    "dpa_mean_noisy_scale": None,
+    "dpa_svt_reveal_records": None,
+    "dpa_noisy_max_gumbel": None,
 }
 
 
@@ -949,132 +1078,3 @@ def flawed(name: str, eps: float = 0.1, **params: Any) -> FlawedMechanism:
         raise ValueError(
             f"flawed mechanism {name!r} does not take {sorted(params)}: {exc}"
         ) from None
-
-
-def summarize_benchmark(frame: Any) -> dict[str, int]:
-    """Counts of a :func:`run_benchmark` frame: broken mechanisms flagged (of all broken ones),
-    correct ones flagged (of all correct ones), certified bounds above the published ones (of
-    those with a published value), and certified bounds above the proven upper bound (must be
-    0)."""
-    broken = ~frame["correct"]
-    published = frame["published"].notna()
-    return {
-        "broken": int(broken.sum()),
-        "broken_flagged": int((broken & frame["flagged"]).sum()),
-        "correct": int((~broken).sum()),
-        "correct_flagged": int((~broken & frame["flagged"]).sum()),
-        "with_published": int(published.sum()),
-        "above_published": int((published & (frame["certified"] > frame["published"])).sum()),
-        "above_true_upper": int((frame["certified"] > frame["true_upper"] + 1e-12).sum()),
-    }
-
-
-def format_benchmark(frame: Any) -> str:
-    """A :func:`run_benchmark` frame as a Markdown table plus the :func:`summarize_benchmark`
-    counts (what ``dpaudit bench-flawed`` prints)."""
-
-    def number(x: Any) -> str:
-        if x is None or (isinstance(x, float) and math.isnan(x)):
-            return "-"
-        return "inf" if math.isinf(x) else f"{x:.4g}"
-
-    lines = [
-        "| mechanism | claimed | true eps | certified (95%) | verdict | best published | trials |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for row in frame.itertuples():
-        true = number(row.true_lower)
-        if row.true_lower != row.true_upper:
-            true = f"[{number(row.true_lower)}, {number(row.true_upper)}]"
-        verdict = "violated" if row.flagged else "consistent"
-        lines.append(
-            f"| {row.name} | {number(row.claimed_epsilon)} | {true} | {number(row.certified)} "
-            f"| {verdict} | {number(row.published)} | {row.trials:,} |"
-        )
-    s = summarize_benchmark(frame)
-    lines.append("")
-    lines.append(
-        f"broken flagged: {s['broken_flagged']}/{s['broken']}; correct flagged: "
-        f"{s['correct_flagged']}/{s['correct']}; above the best published bound: "
-        f"{s['above_published']}/{s['with_published']}; above the true eps: "
-        f"{s['above_true_upper']}"
-    )
-    return "\n".join(lines)
-
-
-def run_benchmark(
-    trials: int = 10**6,
-    *,
-    names: list[str] | tuple[str, ...] | None = None,
-    eps: float = 0.1,
-    seed: int = 0,
-    confidence: float = 0.95,
-    n_jobs: int = 1,
-    trials_for: Mapping[str, int] | None = None,
-    train_trials: int = 2**17,
-    progress: bool = False,
-) -> Any:
-    """Audit every flawed mechanism with the learned attack on its worst-case pair.
-
-    Returns a ``pandas.DataFrame`` with one row per mechanism: ``name``, ``correct``,
-    ``claimed_epsilon``, ``true_lower`` / ``true_upper`` (the proven bounds), ``certified`` (the
-    ``eps`` lower bound at ``delta = 0`` and the stated confidence), ``flagged`` (the audit refutes
-    the claim), ``published`` and ``published_source`` (:data:`PUBLISHED`), ``attack`` (the
-    estimator the learned attack chose), ``trials`` and ``seconds``. ``trials_for`` overrides the
-    number of trials per mechanism. The attack learns from the engine's fit sample plus
-    ``train_trials`` outputs per dataset drawn independently of the audit
-    (:class:`~dpaudit.attacks.learned.Learned`).
-    """
-    import pandas as pd
-
-    from dpaudit.attacks.learned import Learned
-    from dpaudit.audit.engine import audit
-
-    trials = check_integer("trials", trials, minimum=1)
-    selected = list(FLAWED) if names is None else list(names)
-    for name in selected:
-        if name not in FLAWED:
-            raise ValueError(f"names must be registry names ({', '.join(FLAWED)}); got {name!r}")
-    overrides = dict(trials_for or {})
-    rows = []
-    for name in selected:
-        mechanism = flawed(name, eps)
-        pair = mechanism.worst_case_pair()
-        n = check_integer(f"trials_for[{name!r}]", overrides.get(name, trials), minimum=1)
-        started = time.perf_counter()
-        attack = Learned(
-            features=mechanism.features(pair),
-            seed=seed,
-            mechanism=mechanism,
-            pair=pair,
-            train_trials=train_trials,
-        )
-        result = audit(
-            mechanism,
-            pair,
-            attack,
-            trials=n,
-            seed=seed,
-            confidence=confidence,
-            n_jobs=n_jobs,
-            progress=progress,
-        )
-        lower, upper = mechanism.epsilon_bounds()
-        published = PUBLISHED.get(name)
-        rows.append(
-            {
-                "name": name,
-                "correct": mechanism.correct,
-                "claimed_epsilon": mechanism.claimed_epsilon,
-                "true_lower": lower,
-                "true_upper": upper,
-                "certified": result.epsilon_lower_bound(0.0),
-                "flagged": result.violates(claimed_curve(mechanism.claimed_epsilon)) is not None,
-                "published": None if published is None else published[0],
-                "published_source": None if published is None else published[1],
-                "attack": result.attack.name,
-                "trials": n,
-                "seconds": time.perf_counter() - started,
-            }
-        )
-    return pd.DataFrame(rows)

@@ -15,11 +15,16 @@ from typing import Any
 
 import numpy as np
 
+from dpaudit._core.validation import check_positive
 from dpaudit.bounds import pld as pld_lib
 from dpaudit.bounds.gdp import gdp
 from dpaudit.bounds.rdp import DEFAULT_ORDERS, RDPCurve, rdp_gaussian
-from dpaudit.bounds.validation import check_positive
-from dpaudit.mechanisms.base import AdditiveNoiseMechanism, CurveProfile, PrivacyProfile
+from dpaudit.mechanisms.base import (
+    AdditiveNoiseMechanism,
+    CurveProfile,
+    PrivacyProfile,
+    check_outputs,
+)
 
 __all__ = ["Gaussian"]
 
@@ -62,6 +67,24 @@ class Gaussian(AdditiveNoiseMechanism):
         return rdp_gaussian(
             self.sigma, self.sensitivity, orders=DEFAULT_ORDERS if orders is None else orders
         )
+
+    def log_density_ratio(
+        self, d: np.ndarray, d_prime: np.ndarray, outputs: np.ndarray
+    ) -> np.ndarray:
+        """Exact ``log q(y) - log p(y) = <y - (a + c) / 2, c - a> / sigma^2``, with ``a``, ``c`` the
+        sums on ``d``, ``d_prime``: the difference of the two quadratic log densities, which is
+        linear in ``y``. One multiply-add per coordinate instead of two log densities."""
+        a = self.query(d)
+        c = self.query(d_prime)
+        y = check_outputs(outputs, a.shape)
+        shift = (c - a) / self.sigma**2
+        offset = float(np.dot(np.ravel(a + c), np.ravel(shift))) / 2.0
+        if y.ndim == 1:
+            score = y * float(shift)
+        else:
+            score = y.reshape(y.shape[0], -1) @ np.ravel(shift)
+        score -= offset
+        return score
 
     def _theories(self) -> dict[str, Callable[[], PrivacyProfile]]:
         """``exact`` (``G_mu``, DRS Theorem 1), ``pld``, ``rdp``."""

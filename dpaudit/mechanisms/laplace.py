@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from dpaudit._core.validation import check_positive
 from dpaudit.bounds import pld as pld_lib
 from dpaudit.bounds import tradeoff
 from dpaudit.bounds.rdp import DEFAULT_ORDERS, RDPCurve, rdp_laplace
-from dpaudit.bounds.validation import check_positive
 from dpaudit.mechanisms.base import (
     AdditiveNoiseMechanism,
     CurveProfile,
@@ -69,7 +69,7 @@ class Laplace(AdditiveNoiseMechanism):
     def _theories(self) -> dict[str, Callable[[], PrivacyProfile]]:
         """``exact`` (closed-form trade-off, DRS Section 2.2), ``pld``, ``rdp``."""
         return {
-            "exact": lambda: CurveProfile(tradeoff.laplace(self.pure_epsilon)),
+            "exact": lambda: CurveProfile(tradeoff.laplace_tradeoff(self.pure_epsilon)),
             "pld": self.pld,
             "rdp": self.rdp,
         }

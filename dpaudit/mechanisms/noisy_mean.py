@@ -45,15 +45,15 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from dpaudit.bounds import pld as pld_lib
-from dpaudit.bounds.gdp import gdp_mu
-from dpaudit.bounds.rdp import RDPCurve
-from dpaudit.bounds.validation import (
+from dpaudit._core.validation import (
     check_choice,
     check_integer,
     check_positive,
     check_probability,
 )
+from dpaudit.bounds import pld as pld_lib
+from dpaudit.bounds.gdp import gdp_mu
+from dpaudit.bounds.rdp import RDPCurve
 from dpaudit.mechanisms.base import (
     Mechanism,
     NeighbouringPair,

@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
+from dpaudit._core.validation import check_integer, check_positive
 from dpaudit.bounds import pld as pld_lib
 from dpaudit.bounds import tradeoff
 from dpaudit.bounds.rdp import DEFAULT_ORDERS, RDPCurve, rdp_randomized_response
-from dpaudit.bounds.validation import check_integer, check_positive
 from dpaudit.mechanisms.base import (
     CurveProfile,
     Mechanism,
@@ -86,7 +86,7 @@ class RandomizedResponse(Mechanism):
     def _theories(self) -> dict[str, Callable[[], PrivacyProfile]]:
         """``exact`` (one report's trade-off; ``f_{eps,0}`` for ``k = 2``), ``pld``, ``rdp``."""
         return {
-            "exact": lambda: CurveProfile(tradeoff.randomized_response(self.eps, self.k)),
+            "exact": lambda: CurveProfile(tradeoff.randomized_response_tradeoff(self.eps, self.k)),
             "pld": self.pld,
             "rdp": self.rdp,
         }

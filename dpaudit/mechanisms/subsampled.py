@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 from scipy.special import betaln
 
+from dpaudit._core.validation import check_integer, check_probability
 from dpaudit.bounds import pld as pld_lib
 from dpaudit.bounds import tradeoff
 from dpaudit.bounds.composition import amplify_by_subsampling
@@ -40,7 +41,6 @@ from dpaudit.bounds.rdp import (
     rdp_poisson_subsampled,
     rdp_poisson_subsampled_gaussian,
 )
-from dpaudit.bounds.validation import check_integer, check_probability
 from dpaudit.mechanisms.base import (
     AdditiveNoiseMechanism,
     CurveProfile,
@@ -165,7 +165,7 @@ class _SubsampledSum(Mechanism):
         if isinstance(self.base, Gaussian):
             f = gdp(self.shift / self.base.sigma)
         else:
-            f = tradeoff.laplace(self.shift / self.base.scale)
+            f = tradeoff.laplace_tradeoff(self.shift / self.base.scale)
         return tradeoff.subsample(f, self.rate)
 
     def pld(self, step: float | None = None) -> pld_lib.PLD:
@@ -275,7 +275,7 @@ class PoissonSubsampled(_SubsampledSum):
 
     Relation ``add_remove``. Outputs are ``sum_{i in S} clip(x_i) + noise`` with a fresh ``S`` per
     output; the worst-case pair is the base's (empty dataset vs one record of norm
-    ``sensitivity``), on which ``Q = (1 - q) P + q P'`` (THEORY section 2).
+    ``sensitivity``), on which ``Q = (1 - q) P + q P'`` (docs/theory.md#pld).
 
     Parameters
     ----------

@@ -9,10 +9,8 @@ fresh ones.
 
 from __future__ import annotations
 
-import base64
 import html
 import json
-import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,6 +22,13 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from dpaudit.reports.figures import figure_png
+
+# The page style and table writers of the audit reports (shared, so both reports look alike).
+from dpaudit.reports.html import _CSS as CSS
+from dpaudit.reports.html import _frame_html as frame_html
+from dpaudit.reports.html import _img as figure_html
+from dpaudit.reports.markdown import _frame_markdown as frame_markdown
+from dpaudit.reports.text import format_number
 from dpaudit.reports.writer import atomic_directory, check_output_directory
 
 __all__ = [
@@ -40,6 +45,9 @@ STATUSES = ("violated", "consistent", "not installed", "unsupported", "error")
 _COLORS = ["#d6191b", "#1b7837", "#e08214", "#542788", "#8073ac", "#b35806", "#01665e", "#c51b7d"]
 _BAND = "#92c5de"
 _MEASURED = "#2166ac"
+
+#: Columns of the accountant tables that hold words, aligned left.
+_TEXT_COLUMNS = ("accountant", "kind", "verdict", "note", "lower bound from")
 
 
 def accountant_record(result: Any) -> dict[str, Any]:
@@ -115,19 +123,6 @@ def plot_accountant_audit(result: Any, ax: Axes | None = None, *, legend: bool =
     return ax
 
 
-def _fmt(value: Any, digits: int = 4) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, str):
-        return value
-    v = float(value)
-    if math.isnan(v):
-        return "-"
-    if math.isinf(v):
-        return "inf"
-    return f"{v:.{digits}g}"
-
-
 def accountant_table(result: Any) -> pd.DataFrame:
     """One row per accountant: verdict, and at its most significant violation the ``eps``, the
     claimed ``delta``, the lower bound on the true ``delta``, their ratio, the p-value and how
@@ -182,29 +177,10 @@ def delta_table(result: Any) -> pd.DataFrame:
         if check.get("claimed") is None:
             continue
         cols[name] = [
-            _fmt(v) + ("*" if bad else "")
+            format_number(v) + ("*" if bad else "")
             for v, bad in zip(check["claimed"], check["violated"], strict=True)
         ]
     return pd.DataFrame(cols)
-
-
-def _frame_markdown(frame: pd.DataFrame) -> str:
-    head = "| " + " | ".join(map(str, frame.columns)) + " |"
-    rule = "|" + "|".join("---" for _ in frame.columns) + "|"
-    body = [
-        "| " + " | ".join(_fmt(v).replace("|", "/") for v in row) + " |"
-        for row in frame.itertuples(index=False)
-    ]
-    return "\n".join([head, rule, *body])
-
-
-def _frame_html(frame: pd.DataFrame) -> str:
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(_fmt(v))}</td>" for v in row) + "</tr>"
-        for row in frame.itertuples(index=False)
-    )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def _about(record: Mapping[str, Any]) -> str:
@@ -214,16 +190,6 @@ def _about(record: Mapping[str, Any]) -> str:
         f"{record.get('seed')}, {float(record.get('confidence', 0.95)):.0%} confidence "
         "(simultaneous over the eps grid, both orders and both sides)."
     )
-
-
-_CSS = """
-body { font-family: system-ui, sans-serif; max-width: 1180px; margin: 0 auto; padding: 24px; }
-table { border-collapse: collapse; font-size: 0.85rem; margin: 6px 0 14px; }
-th, td { border: 1px solid #d1d9e0; padding: 3px 8px; text-align: right; }
-th { background: #f6f8fa; }
-.violated { color: #cf222e; font-weight: 600; }
-img { max-width: 100%; border: 1px solid #d1d9e0; }
-"""
 
 
 def write_accountant_report(
@@ -242,7 +208,7 @@ def write_accountant_report(
     text = json.dumps(document, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
     md = [f"# {title}", ""]
     page = [f"<!doctype html><meta charset='utf-8'><title>{html.escape(title)}</title>"]
-    page += [f"<style>{_CSS}</style><h1>{html.escape(title)}</h1>"]
+    page += [f"<style>{CSS}</style><h1>{html.escape(title)}</h1>"]
     with atomic_directory(path) as tmp:
         (tmp / "figures").mkdir()
         for i, record in enumerate(records):
@@ -258,9 +224,8 @@ def write_accountant_report(
             if record.get("description"):
                 md += [str(record["description"]), ""]
             md += [f"- **{k}**: {v}" for k, v in summary.items()] + [""]
-            md += [_frame_markdown(verdicts), "", f"![delta(eps)](figures/{slug}-delta.png)", ""]
-            md += [_frame_markdown(deltas), ""]
-            data = base64.b64encode(png).decode("ascii")
+            md += [frame_markdown(verdicts), "", f"![delta(eps)](figures/{slug}-delta.png)", ""]
+            md += [frame_markdown(deltas), ""]
             page += [f"<h2>{html.escape(name)}</h2><p>{html.escape(_about(record))}</p>"]
             if record.get("description"):
                 page += [f"<p>{html.escape(str(record['description']))}</p>"]
@@ -270,10 +235,9 @@ def write_accountant_report(
                 f"{html.escape(v)}</span></li>"
                 for k, v in summary.items()
             )
-            page += [f"<ul>{items}</ul>", _frame_html(verdicts)]
-            page += [f"<img alt='delta(eps) of {html.escape(name)}' src='data:image/png;base64,"]
-            page[-1] += f"{data}'>"
-            page += [_frame_html(deltas)]
+            page += [f"<ul>{items}</ul>", frame_html(verdicts, text_columns=_TEXT_COLUMNS)]
+            page += [figure_html(png, f"delta(eps) of {name}")]
+            page += [frame_html(deltas, text_columns=_TEXT_COLUMNS)]
         (tmp / "README.md").write_text("\n".join(md) + "\n", encoding="utf-8")
         (tmp / "index.html").write_text("\n".join(page) + "\n", encoding="utf-8")
         (tmp / "results.json").write_text(text + "\n", encoding="utf-8")

@@ -38,6 +38,7 @@ def _cell(text: Any) -> str:
     """A table cell: escaped as :func:`_inline` (which also escapes the pipes of a table)."""
     return _inline(text)
 
+
 def _frame_markdown(frame: pd.DataFrame) -> str:
     header = "| " + " | ".join(_cell(str(c)) for c in frame.columns) + " |"
     rule = "|" + "|".join(" --- " for _ in frame.columns) + "|"

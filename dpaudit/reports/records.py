@@ -7,6 +7,12 @@ mu-GDP lower bound, and the theory of the mechanism by every method that applies
 delta, its trade-off curve and its delta(eps) curve), so that a report can be drawn again from
 the file alone, without the mechanism and without running a trial.
 
+Every bound of a record and its verdict are one family of tests
+(:meth:`dpaudit.AuditResult.verdict`): the eps bound at each requested delta, the mu bound and
+the claim's own test, with the confidence split between them by Bonferroni (``record["family"]``
+says how). A certified bound beyond the claim therefore always comes with the verdict
+``"violated"``, and all of a record's bounds hold together at the stated confidence.
+
 Conventions of the file: deltas used as keys are written with ``repr(float(delta))`` (``"0.0"``,
 ``"1e-05"``); an infinite value (e.g. the theoretical epsilon of a Gaussian at delta = 0) is the
 string ``"inf"``, so the file is strict JSON.
@@ -17,15 +23,16 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import platform
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from dpaudit._core.jsonvalues import from_json_value, to_json_value
+from dpaudit._core.provenance import __version__, versions
+from dpaudit._core.validation import check_choice, check_probability
 from dpaudit.bounds.tradeoff import TradeoffCurve
-from dpaudit.bounds.validation import check_choice, check_probability
 from dpaudit.mechanisms.base import METHOD_KINDS, Mechanism
 
 __all__ = [
@@ -78,51 +85,6 @@ PROFILE_POINTS = 121
 def delta_key(delta: float) -> str:
     """How a delta is written as a key of ``results.json``: ``repr(float(delta))``."""
     return repr(float(delta))
-
-
-def to_json_value(value: Any) -> Any:
-    """``value`` with numpy scalars and arrays made plain and non-finite floats as strings."""
-    if isinstance(value, Mapping):
-        return {str(k): to_json_value(v) for k, v in value.items()}
-    if isinstance(value, np.ndarray):
-        return [to_json_value(v) for v in value.tolist()]
-    if isinstance(value, list | tuple):
-        return [to_json_value(v) for v in value]
-    if isinstance(value, bool | np.bool_):
-        return bool(value)
-    if isinstance(value, int | np.integer):
-        return int(value)
-    if isinstance(value, float | np.floating):
-        out = float(value)
-        return out if math.isfinite(out) else str(out)
-    return value
-
-
-def from_json_value(value: Any) -> float | None:
-    """A number read from ``results.json``: floats stay, ``"inf"``/``"-inf"``/``"nan"`` become
-    floats, ``None`` stays ``None``."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return float(value)
-    return float(value)
-
-
-def versions() -> dict[str, str]:
-    """Versions of dpaudit, Python and the numerical libraries, for the record of a run."""
-    import matplotlib
-    import scipy
-
-    from dpaudit import __version__
-
-    return {
-        "dpaudit": __version__,
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "scipy": scipy.__version__,
-        "matplotlib": matplotlib.__version__,
-        "platform": platform.platform(terse=True),
-    }
 
 
 def _curve_points(curve: TradeoffCurve) -> dict[str, list[float]]:
@@ -195,6 +157,8 @@ def _theory(
     mechanism: Mechanism,
     deltas: Sequence[float],
     eps_grid: np.ndarray,
+    lower_bounds: Mapping[str, float],
+    mu_lower: float,
 ) -> dict[str, Any]:
     """Theory of every method beside the lower bounds, read from the engine's
     :meth:`~dpaudit.AuditResult.theory_comparison`, plus each method's curves. A method that
@@ -211,13 +175,16 @@ def _theory(
             entry["epsilon"] = {
                 delta_key(d): _nan_to_none(v) for d, v in zip(deltas, eps["theory"], strict=True)
             }
+            # Tightness of the record's own (family) bounds, not of lone-test bounds.
             entry["tightness"] = {
-                delta_key(d): _nan_to_none(v) for d, v in zip(deltas, eps["tightness"], strict=True)
+                key: tightness_ratio(lower_bounds[key], value)
+                for key, value in entry["epsilon"].items()
             }
             mu = rows[rows["quantity"] == "mu"].iloc[0]
+            mu_theory = _nan_to_none(mu["theory"])
             entry["mu"] = {
-                "theory": _nan_to_none(mu["theory"]),
-                "tightness": _nan_to_none(mu["tightness"]),
+                "theory": mu_theory,
+                "tightness": tightness_ratio(mu_lower, mu_theory),
             }
             notes += [n for n in rows["note"] if n]
         notes += _curves(
@@ -300,8 +267,9 @@ def build_record(
         ``mechanism.theory_methods`` goes into ``record["theory"]``. ``None`` (e.g. a result
         loaded from JSON) leaves the theory out.
     claim:
-        The claimed trade-off curve tested for violation; ``None`` means no claim (the verdict
-        is then ``"consistent"``: there is nothing to refute).
+        The claimed trade-off curve tested for violation. ``None``: the mechanism's own stated
+        claim (theory method ``"claim"``, e.g. a ``BlackBox(..., claim=...)``) when it has one,
+        else no claim (the verdict is then ``"consistent"``: there is nothing to refute).
     claim_table:
         How the claim was stated (e.g. ``{"kind": "approx_dp", "eps": 1.0, "delta": 0.0}``).
     deltas:
@@ -316,12 +284,28 @@ def build_record(
     mechanism = mechanism if mechanism is not None else getattr(result, "mechanism", None)
     deltas = list(dict.fromkeys(check_probability("delta", d, high_open=True) for d in deltas))
     record: dict[str, Any] = dict(result.to_dict())
+    described = record.get("mechanism")
+    if claim is not None and isinstance(described, Mapping):
+        params = dict(described.get("params") or {})
+        if params.get("claim") is None:
+            params["claim"] = claim.name
+        record["mechanism"] = {**described, "params": params}
 
-    lower_bounds = {delta_key(d): float(result.epsilon_lower_bound(d)) for d in deltas}
-    witnesses = {delta_key(d): result.epsilon_witness(d) for d in deltas}
-    violation = result.violates(claim) if claim is not None else None
+    if claim is None and mechanism is not None and "claim" in mechanism.theory_methods:
+        claim = mechanism.tradeoff("claim")
+    family = result.verdict(claim, deltas)
+    member = dataclasses.replace(result, confidence=family["family"]["confidence_per_test"])
+    lower_bounds = family["epsilon_lower_bounds"]
+    witnesses = family["epsilon_witnesses"]
+    violation = family["witness"]
     eps_grid = _eps_grid(lower_bounds, mechanism, claim, deltas)
-    theory = {} if mechanism is None else _theory(result, mechanism, deltas, eps_grid)
+    theory = (
+        {}
+        if mechanism is None
+        else _theory(
+            result, mechanism, deltas, eps_grid, lower_bounds, float(family["mu_lower_bound"])
+        )
+    )
     claim_entry = (
         None if claim is None else _claim(claim, claim_table, deltas, lower_bounds, eps_grid)
     )
@@ -346,8 +330,18 @@ def build_record(
             "deltas": deltas,
             "epsilon_lower_bounds": lower_bounds,
             "epsilon_witnesses": witnesses,
-            "mu_lower_bound": float(result.mu_lower_bound()),
-            "mu_witness": result.mu_witness(),
+            "mu_lower_bound": float(family["mu_lower_bound"]),
+            "mu_witness": family["mu_witness"],
+            "refuted_by": family["refuted_by"],
+            "family": family["family"],
+            "summary": {
+                **record.get("summary", {}),
+                "epsilon_lower_bound": dict(lower_bounds),
+                "mu_lower_bound": float(family["mu_lower_bound"]),
+            },
+            # Ceilings at the family's level per test, like the bounds beside them.
+            "epsilon_ceilings": {delta_key(d): float(member.epsilon_ceiling(d)) for d in deltas},
+            "mu_ceiling": float(member.mu_ceiling()),
             "gdp_estimate": result.gdp_estimate(),
             "theory": theory,
             "empirical": empirical,
@@ -369,8 +363,6 @@ def as_record(result: Any) -> dict[str, Any]:
 
 def results_document(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The content of ``results.json``: ``{"dpaudit_version": ..., "audits": [...]}``."""
-    from dpaudit import __version__
-
     return {"dpaudit_version": __version__, "audits": [dict(r) for r in records]}
 
 

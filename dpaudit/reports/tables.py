@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpaudit.bounds.validation import check_nonnegative, check_probability
+from dpaudit._core.validation import check_nonnegative, check_probability
 from dpaudit.mechanisms.base import METHOD_KINDS, Mechanism
 from dpaudit.reports.records import as_record, from_json_value, tightness_ratio
 from dpaudit.reports.text import (
@@ -46,11 +46,12 @@ def bounds_table(result: Any) -> pd.DataFrame:
     """Lower bounds against the claim and every theory: one row per quantity.
 
     Rows: epsilon at each reported delta, then mu (GDP). Columns: ``quantity``, ``lower bound``,
-    then for the claim and for every theory method its value and ``tightness <method>`` (lower
-    bound / value: 1 means the audit meets the theory; above 1 against a valid bound is a
-    violation). The theoretical mu of a method is read at the mu witness's type I error
-    (:meth:`dpaudit.AuditResult.theory_comparison`); a claim states a mu only when it is
-    a GDP claim.
+    ``ceiling`` (the most a perfect attack could certify with these sample sizes, when the
+    record has it), then for the claim and for every theory method its value and
+    ``tightness <method>`` (lower bound / value: 1 means the audit meets the theory; above 1
+    against a valid bound is a violation). The theoretical mu of a method is read at the mu
+    witness's type I error (:meth:`dpaudit.AuditResult.theory_comparison`); a claim states a mu
+    only when it is a GDP claim.
     """
     record = as_record(result)
     lower = record.get("epsilon_lower_bounds") or {}
@@ -60,6 +61,11 @@ def bounds_table(result: Any) -> pd.DataFrame:
         "quantity": [f"ε at δ = {format_delta(k)}" for k in keys] + ["μ (GDP)"],
         "lower bound": [_value(lower[k]) for k in keys] + [mu_lb],
     }
+    ceilings = record.get("epsilon_ceilings")
+    if ceilings is not None:
+        columns["ceiling"] = [_value(ceilings.get(k)) for k in keys] + [
+            _value(record.get("mu_ceiling"))
+        ]
     claim = record.get("claim")
     if claim:
         table = claim.get("table") or {}

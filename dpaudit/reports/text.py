@@ -152,6 +152,13 @@ def verdict_sentence(record: Mapping[str, Any]) -> str:
         summary = _first_delta_summary(record)
         sentence = f"Consistent: no test refutes {claim} at {level} confidence"
         sentence += f"; {summary}." if summary else "."
+    family = record.get("family")
+    if isinstance(family, Mapping) and family.get("tests", 1) > 1:
+        sentence += (
+            f" The {family['tests']} tests of this audit (eps at each delta, mu"
+            + (", the claim's own test" if record.get("claim") else "")
+            + f") share the confidence: each at {100 * family['confidence_per_test']:.4g}%."
+        )
     if record.get("expect") == "violated":
         if record.get("verdict") == "violated":
             sentence += " This was expected: the claim is deliberately wrong."

@@ -170,6 +170,8 @@ def write(
     dpi:
         Resolution of the PNG figures.
 
+    Notes
+    -----
     The directory receives ``index.html`` (self-contained: figures as base64 PNG),
     ``README.md`` with ``figures/<audit>-<figure>.png``, and ``results.json``
     (``{"dpaudit_version", "audits": [...]}``, every number of the report).

@@ -23,7 +23,7 @@ from dpaudit.audit.accountant import (
 from dpaudit.audit.importance import log_conversion_factor, loss_tilt
 from dpaudit.bounds.composition import OptimalComposition
 from dpaudit.bounds.gdp import gdp
-from dpaudit.bounds.tradeoff import laplace as laplace_curve
+from dpaudit.bounds.tradeoff import laplace_tradeoff as laplace_curve
 from tests.reference import rows
 
 M = dpa.mechanisms

@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 
 import dpaudit
-from dpaudit.audit.backends import BACKENDS, backend, check_scheduler, dask_available
+from dpaudit.audit.backends import (
+    BACKENDS,
+    WORKER_THREAD_ENV,
+    backend,
+    check_scheduler,
+    dask_available,
+    on_dask,
+    single_threaded,
+)
 from dpaudit.mechanisms import Gaussian, RandomizedResponse
 
 
@@ -78,6 +86,58 @@ def test_local_cluster_with_two_workers_is_bit_identical_to_one_process(tmp_path
         stored = _record(dpaudit.audit(*audits[0][:1], n_jobs=-1, store=tmp_path, **audits[0][1]))
     assert on_cluster == local
     assert stored == local[0]
+
+
+def _thread_counts() -> list[int]:
+    from threadpoolctl import threadpool_info
+
+    return [pool["num_threads"] for pool in threadpool_info()]
+
+
+def _worker_environment() -> dict:
+    import os
+
+    return {name: os.environ.get(name) for name in WORKER_THREAD_ENV}
+
+
+def test_single_threaded_limits_the_thread_pools():
+    """Under a limit of two threads (restored on exit), the wrapped function sees one."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    with threadpoolctl.threadpool_limits(limits=2):
+        before = _thread_counts()
+        if not any(n > 1 for n in before):
+            pytest.skip("no BLAS/OpenMP pool runs more than one thread here")
+        inside = single_threaded(_thread_counts)()
+    assert inside and all(n == 1 for n in inside)
+    assert not on_dask()
+
+
+@pytest.mark.skipif(not dask_available(), reason="dask.distributed is not installed")
+def test_dask_workers_run_one_thread_each(monkeypatch):
+    """Local cluster workers start with one BLAS/OpenMP thread, and engine batches run wrapped."""
+    from joblib import Parallel, delayed
+
+    from dpaudit.audit import engine
+
+    pytest.importorskip("threadpoolctl")
+    wrapped = []
+
+    def recording(fn):
+        wrapped.append(fn)
+        return single_threaded(fn)
+
+    monkeypatch.setattr(engine, "single_threaded", recording)
+    with backend("dask", n_workers=1) as client:
+        assert on_dask()
+        (environment,) = client.run(_worker_environment).values()
+        assert environment == WORKER_THREAD_ENV
+        counts = Parallel(n_jobs=-1)(delayed(single_threaded(_thread_counts))() for _ in range(2))
+        dpaudit.audit(Gaussian(1.0), trials=2_000, seed=1, n_jobs=-1)
+    assert all(n == 1 for c in counts for n in c)
+    assert wrapped == [engine._run_batch]
+    assert not on_dask()
+    dpaudit.audit(Gaussian(1.0), trials=2_000, seed=1, n_jobs=-1)
+    assert len(wrapped) == 1  # the local backend runs batches unwrapped
 
 
 _SPEC = """

@@ -213,7 +213,8 @@ def test_audit_is_both_the_function_and_the_subpackage():
     from dpaudit.audit.engine import audit as engine_audit
     from dpaudit.audit.result import AuditResult
 
-    assert dpaudit.audit is engine_audit
+    assert dpaudit.audit.audit is engine_audit  # the package is callable (CallableModule)
+    assert callable(dpaudit.audit)
     assert dpaudit.AuditResult is AuditResult
     from dpaudit.audit import grid
     from dpaudit.audit.empirical import EmpiricalTradeoff

@@ -1,4 +1,5 @@
-"""The eps / mu lower bounds and the violation margin against closed forms (THEORY.md section 5)."""
+"""The eps / mu lower bounds and the violation margin against closed forms
+(docs/theory.md#empirical)."""
 
 from __future__ import annotations
 

@@ -27,8 +27,11 @@ def test_witness_numbers_are_consistent(gaussian_result):
     j = int(np.flatnonzero(r.edges == w["threshold"])[0])
     n = r.trials
     assert w["alpha"] == r.tradeoff.fp[j] / n and w["beta"] == r.tradeoff.fn[j] / n
+    # One holdout threshold: gamma/2 per bound; two (one per pessimism): gamma/4.
+    assert w["gamma_per_bound"] == pytest.approx(0.05 / (2 * w["candidates"]))
+    assert w["candidates"] in (1, 2)
     assert w["alpha_upper"] == pytest.approx(
-        float(clopper_pearson_upper(r.tradeoff.fp[j], n, 0.025))
+        float(clopper_pearson_upper(r.tradeoff.fp[j], n, w["gamma_per_bound"]))
     )
     assert w["epsilon"] == pytest.approx(
         float(epsilon_from_errors(w["alpha_upper"], w["beta_upper"], 1e-5))
@@ -37,7 +40,8 @@ def test_witness_numbers_are_consistent(gaussian_result):
     assert r.epsilon_lower_bound(1e-5) == w["epsilon"]
     m = r.mu_witness()
     assert m["mu"] == pytest.approx(float(mu_from_errors(m["alpha_upper"], m["beta_upper"])))
-    assert m["strategy"] == "holdout" and m["gamma_per_bound"] == pytest.approx(0.025)
+    assert m["strategy"] == "holdout"
+    assert m["gamma_per_bound"] == pytest.approx(0.05 / (2 * m["candidates"]))
 
 
 def test_gaussian_bounds_are_below_the_truth_and_close(gaussian_result):

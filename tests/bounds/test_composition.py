@@ -48,7 +48,8 @@ def hockey_stick(p: np.ndarray, q: np.ndarray, eps: float) -> float:
 
 
 def discrete_tradeoff(p: np.ndarray, q: np.ndarray, alpha: np.ndarray) -> np.ndarray:
-    """Exact T(P, Q) of two discrete distributions (THEORY.md section 1): reject D on outcomes in
+    """Exact T(P, Q) of two discrete distributions (docs/theory.md#tradeoff): reject D on
+    outcomes in
     order of decreasing q/p, join the vertices linearly."""
     with np.errstate(divide="ignore"):
         ratio = np.where(p > 0, q / np.where(p > 0, p, 1.0), np.inf)

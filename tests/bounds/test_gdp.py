@@ -237,7 +237,7 @@ def test_clt_limits_agree_for_large_sigma_and_are_approximations():
 
 
 def test_clt_underestimates_epsilon_against_the_tight_accountant():
-    # THEORY section 3 / reference notes: at one epoch, sigma = 0.7, the CLT says 0.605 where the
+    # tests/reference/README.md: at one epoch, sigma = 0.7, the CLT says 0.605 where the
     # PLD accountant says 1.551.
     pld = [
         r

@@ -433,7 +433,7 @@ def test_gaussian_tradeoff_brackets_gdp():
 def test_laplace_and_rr_tradeoff_closed_forms():
     eps0 = 1.0
     alpha = np.linspace(0, 1, 1001)
-    # Laplace (THEORY section 1): three pieces
+    # Laplace (docs/theory.md#tradeoff): three pieces
     exact = np.where(
         alpha < math.exp(-eps0) / 2,
         1 - math.exp(eps0) * alpha,

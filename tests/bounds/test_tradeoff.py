@@ -27,8 +27,8 @@ from dpaudit.bounds.tradeoff import (
     from_discrete,
     from_points,
     identity,
-    laplace,
-    randomized_response,
+    laplace_tradeoff,
+    randomized_response_tradeoff,
     subsample,
     symmetrize,
 )
@@ -73,7 +73,7 @@ def envelope_of_min(f_vals_alpha, f_vals_beta, grid):
 
 @pytest.mark.parametrize("row", rows(item="2", quantity="delta"), ids=lambda r: r["setting"])
 def test_laplace_delta_matches_reference(row):
-    curve = laplace(1.0 / row["params"]["b"])
+    curve = laplace_tradeoff(1.0 / row["params"]["b"])
     value = float(curve.delta(row["query"]))
     if row["value"] == 0.0:
         assert value == 0.0
@@ -83,7 +83,7 @@ def test_laplace_delta_matches_reference(row):
 
 @pytest.mark.parametrize("row", rows(item="2", quantity="eps"), ids=lambda r: r["setting"])
 def test_laplace_epsilon_matches_reference(row):
-    curve = laplace(1.0 / row["params"]["b"])
+    curve = laplace_tradeoff(1.0 / row["params"]["b"])
     assert curve.epsilon(row["query"]) == pytest.approx(row["value"], rel=1e-9)
 
 
@@ -93,14 +93,14 @@ def _rr_rows(quantity: str) -> list[dict]:
 
 @pytest.mark.parametrize("row", _rr_rows("delta"), ids=lambda r: r["setting"])
 def test_binary_randomized_response_delta_matches_reference(row):
-    curve = randomized_response(row["params"]["eps0"])
+    curve = randomized_response_tradeoff(row["params"]["eps0"])
     value = float(curve.delta(row["query"]))
     assert value == pytest.approx(row["value"], rel=1e-9, abs=1e-15)
 
 
 @pytest.mark.parametrize("row", _rr_rows("eps"), ids=lambda r: r["setting"])
 def test_binary_randomized_response_epsilon_matches_reference(row):
-    curve = randomized_response(row["params"]["eps0"])
+    curve = randomized_response_tradeoff(row["params"]["eps0"])
     assert curve.epsilon(row["query"]) == pytest.approx(row["value"], rel=1e-9)
 
 
@@ -115,11 +115,11 @@ def test_laplace_curve_is_the_neyman_pearson_curve(eps0):
     alpha = stats.laplace.sf(t, loc=0.0)
     beta = stats.laplace.cdf(t, loc=eps0)
     reference = from_points(alpha, beta)
-    assert np.max(np.abs(laplace(eps0)(ALPHA) - reference(ALPHA))) < 1e-8
+    assert np.max(np.abs(laplace_tradeoff(eps0)(ALPHA) - reference(ALPHA))) < 1e-8
 
 
 def test_laplace_with_zero_eps_is_identity():
-    assert np.allclose(laplace(0.0)(ALPHA), 1.0 - ALPHA, atol=1e-15)
+    assert np.allclose(laplace_tradeoff(0.0)(ALPHA), 1.0 - ALPHA, atol=1e-15)
 
 
 @pytest.mark.parametrize(("eps", "k"), [(0.5, 2), (1.0, 3), (2.0, 10), (0.0, 4)])
@@ -130,7 +130,7 @@ def test_randomized_response_matches_its_output_distributions(eps, k):
     q = np.full(k, other)
     p[0], q[1] = keep, keep  # true value 0 under D, 1 under D_prime
     exact = from_discrete(p, q)
-    curve = randomized_response(eps, k)
+    curve = randomized_response_tradeoff(eps, k)
     assert np.max(np.abs(curve(ALPHA) - exact(ALPHA))) < 1e-14
     eps_grid = np.linspace(0.0, 3.0, 61)
     assert np.max(np.abs(curve.delta(eps_grid) - exact.delta(eps_grid))) < 1e-14
@@ -138,7 +138,10 @@ def test_randomized_response_matches_its_output_distributions(eps, k):
 
 def test_binary_randomized_response_is_pure_dp_curve():
     for eps in (0.3, 1.0, 4.0):
-        assert np.max(np.abs(randomized_response(eps)(ALPHA) - approx_dp(eps, 0.0)(ALPHA))) < 1e-15
+        assert (
+            np.max(np.abs(randomized_response_tradeoff(eps)(ALPHA) - approx_dp(eps, 0.0)(ALPHA)))
+            < 1e-15
+        )
 
 
 @pytest.mark.parametrize(
@@ -147,10 +150,10 @@ def test_binary_randomized_response_is_pure_dp_curve():
         approx_dp(1.0, 1e-3),
         approx_dp(0.0, 0.2),
         approx_dp(3.0, 0.0),
-        laplace(0.7),
-        laplace(3.0),
-        randomized_response(1.0, 5),
-        randomized_response(2.0),
+        laplace_tradeoff(0.7),
+        laplace_tradeoff(3.0),
+        randomized_response_tradeoff(1.0, 5),
+        randomized_response_tradeoff(2.0),
     ],
     ids=lambda c: c.name,
 )
@@ -222,7 +225,7 @@ def test_from_discrete_delta_is_the_hockey_stick_divergence():
     rng = np.random.default_rng(3)
     p, q = rng.dirichlet(np.ones(12)), rng.dirichlet(np.ones(12))
     eps = np.linspace(0.0, 3.0, 31)
-    # delta(eps) of T(P, Q) is sum_y (q(y) - e^eps p(y))_+ (THEORY section 0, roles of P and Q)
+    # delta(eps) of T(P, Q) is sum_y (q(y) - e^eps p(y))_+ (docs/theory.md#conventions)
     hockey = np.array([np.sum(np.maximum(q - math.exp(e) * p, 0.0)) for e in eps])
     assert np.max(np.abs(from_discrete(p, q).delta(eps) - hockey)) < 1e-14
 
@@ -304,8 +307,8 @@ def test_huge_eps_gives_no_overflow_warning():
         from_points(np.array([0.1, 0.3]), np.array([0.5, 0.2])),
         numeric_copy(gdp(1.0)),
         approx_dp(800.0, 0.0),
-        laplace(800.0),
-        randomized_response(800.0, 3),
+        laplace_tradeoff(800.0),
+        randomized_response_tradeoff(800.0, 3),
         gdp(1.0),
     ]
     for curve in curves:
@@ -397,7 +400,8 @@ def test_symmetrize_smooth_curve_is_a_valid_close_lower_bound():
 
 
 def test_poisson_subsampled_gaussian_order_is_the_mixture_curve():
-    # THEORY section 1: T(P, (1-p) P + p P') = p T(P, P') + (1-p) Id; check for N(0,1), N(mu,1):
+    # docs/theory.md#tradeoff: T(P, (1-p) P + p P') = p T(P, P') + (1-p) Id; check for N(0,1),
+    # N(mu,1):
     # the likelihood ratio is increasing in y, so thresholds trace the exact curve.
     p, mu = 0.25, 1.5
     t = np.linspace(-12, 14, 40001)
@@ -418,7 +422,7 @@ def test_poisson_subsampled_gaussian_order_is_the_mixture_curve():
         (gdp(1.0), 0.3, []),
         (gdp(1.8), 0.35, []),
         (gdp(4.0), 0.05, []),
-        (laplace(2.0), 0.5, []),
+        (laplace_tradeoff(2.0), 0.5, []),
         (gdp(0.5), 1.0, []),
         (approx_dp(3.0, 0.1), 0.2, [0.9 / (1 + math.exp(3.0)), 0.9]),
     ],
@@ -460,7 +464,9 @@ def test_subsample_of_approx_dp(eps, delta, p):
     assert np.max(np.abs(pl(ALPHA) - expected)) < 1e-12
 
 
-@pytest.mark.parametrize(("base", "p"), [(gdp(1.0), 0.3), (gdp(3.0), 0.01), (laplace(1.0), 0.2)])
+@pytest.mark.parametrize(
+    ("base", "p"), [(gdp(1.0), 0.3), (gdp(3.0), 0.01), (laplace_tradeoff(1.0), 0.2)]
+)
 def test_subsample_delta_matches_numeric_duality(base, p):
     curve = subsample(base, p)
     eps = np.concatenate([np.linspace(0.0, 4.0, 41), [8.0]])
@@ -527,7 +533,7 @@ def test_gdp_composition_closed_form_matches_numeric_product():
 
 
 def test_compose_kinds_and_single_curve():
-    f = laplace(1.0)
+    f = laplace_tradeoff(1.0)
     assert compose(f) is f
     assert compose(gdp(1.0, kind="approximation"), gdp(1.0)).kind == "approximation"
     assert compose(gdp(1.0, kind="bound"), gdp(2.0)).kind == "bound"
@@ -542,7 +548,7 @@ def test_compose_non_gdp_goes_through_privacy_loss_distributions():
     exact = from_discrete(
         np.outer([k1, 1 - k1], [k2, 1 - k2]).ravel(), np.outer([1 - k1, k1], [1 - k2, k2]).ravel()
     )
-    out = compose(randomized_response(e1), randomized_response(e2))
+    out = compose(randomized_response_tradeoff(e1), randomized_response_tradeoff(e2))
     assert isinstance(out, TradeoffCurve) and out.kind in KINDS
     assert np.all(out(ALPHA) <= exact(ALPHA) + 1e-6)
     assert np.max(exact(ALPHA) - out(ALPHA)) < 1e-2
@@ -557,10 +563,10 @@ def test_compose_non_gdp_goes_through_privacy_loss_distributions():
         (lambda: approx_dp(-1.0, 0.0), "eps"),
         (lambda: approx_dp(math.nan, 0.0), "eps"),
         (lambda: approx_dp(1.0, 1.5), "delta"),
-        (lambda: laplace(-0.1), "eps"),
-        (lambda: laplace(math.inf), "eps"),
-        (lambda: randomized_response(1.0, 1), "k"),
-        (lambda: randomized_response(1.0, 2.5), "k"),
+        (lambda: laplace_tradeoff(-0.1), "eps"),
+        (lambda: laplace_tradeoff(math.inf), "eps"),
+        (lambda: randomized_response_tradeoff(1.0, 1), "k"),
+        (lambda: randomized_response_tradeoff(1.0, 2.5), "k"),
         (lambda: from_discrete([0.5, 0.6], [0.5, 0.5]), "p"),
         (lambda: from_discrete([0.5, 0.5], [-0.5, 1.5]), "q"),
         (lambda: from_discrete([1.0], [0.5, 0.5]), "p and q"),
@@ -576,7 +582,7 @@ def test_compose_non_gdp_goes_through_privacy_loss_distributions():
         (lambda: PiecewiseLinearTradeoff([0.0, 1.0], [1.0, 2.0], name="x"), "beta"),
         (lambda: gdp(1.0)(1.5), "alpha"),
         (lambda: gdp(1.0).delta(-1.0), "eps"),
-        (lambda: laplace(1.0).epsilon(2.0), "delta"),
+        (lambda: laplace_tradeoff(1.0).epsilon(2.0), "delta"),
         (lambda: TradeoffCurve(lambda a: 1 - a, name="x", kind="sure"), "kind"),
     ],
 )
@@ -588,7 +594,11 @@ def test_invalid_arguments_raise_value_error_naming_the_parameter(call, name):
 def test_extreme_legal_parameters_are_finite():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        for curve in (approx_dp(50.0, 1e-300), laplace(50.0), randomized_response(50.0, 7)):
+        for curve in (
+            approx_dp(50.0, 1e-300),
+            laplace_tradeoff(50.0),
+            randomized_response_tradeoff(50.0, 7),
+        ):
             values = curve(ALPHA)
             assert np.all(np.isfinite(values)) and np.all(np.diff(values) <= 0)
             assert curve.epsilon(1e-300) == pytest.approx(50.0, rel=1e-12)

@@ -23,8 +23,8 @@ from dpaudit.bounds.tradeoff import (
     from_discrete,
     from_points,
     identity,
-    laplace,
-    randomized_response,
+    laplace_tradeoff,
+    randomized_response_tradeoff,
     subsample,
     symmetrize,
 )
@@ -85,9 +85,9 @@ def curves(draw) -> TradeoffCurve:
     if which == "approx_dp":
         return approx_dp(draw(eps_values), draw(delta_values))
     if which == "laplace":
-        return laplace(draw(eps_values))
+        return laplace_tradeoff(draw(eps_values))
     if which == "rr":
-        return randomized_response(draw(eps_values), draw(st.integers(2, 50)))
+        return randomized_response_tradeoff(draw(eps_values), draw(st.integers(2, 50)))
     if which == "gdp":
         return gdp(draw(mu_values))
     if which == "gdp_clt":
@@ -125,7 +125,7 @@ def curves(draw) -> TradeoffCurve:
         if base == "approx_dp":
             return subsample(approx_dp(draw(st.floats(0.0, 10.0)), draw(delta_values)), p)
         if base == "laplace":
-            return subsample(laplace(draw(st.floats(0.0, 10.0))), p)
+            return subsample(laplace_tradeoff(draw(st.floats(0.0, 10.0))), p)
         if base == "discrete":
             return subsample(from_discrete(*draw(pmf_pairs())), p)
         return subsample(mixture(gdp(draw(st.floats(0.1, 4.0))), 0.5), p)

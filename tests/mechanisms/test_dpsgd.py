@@ -318,7 +318,7 @@ def test_updates_density_closed_form_poisson():
         math.log1p(-q) + _normal_logpdf(y, sigma), math.log(q) + _normal_logpdf(y - 1, sigma)
     )
     assert np.allclose(lq, mix.sum(axis=1), rtol=1e-12)
-    # the Neyman-Pearson score of THEORY section 6
+    # the Neyman-Pearson score of docs/theory.md#dpsgd
     score = LikelihoodRatio(mech, pair).score(y)
     expected = np.log(1 - q + q * np.exp((2 * y - 1) / (2 * sigma**2))).sum(axis=1)
     assert np.allclose(score, expected, rtol=1e-10)

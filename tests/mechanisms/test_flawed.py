@@ -17,13 +17,13 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
+from dpaudit.audit.benchmark import run_benchmark
 from dpaudit.mechanisms.flawed import (
     FLAWED,
     PUBLISHED,
     FlawedMechanism,
     claimed_curve,
     flawed,
-    run_benchmark,
 )
 
 KS_LEVEL = 1e-4

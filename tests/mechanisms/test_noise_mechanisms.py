@@ -251,3 +251,23 @@ def test_composed_log_density_ratio_sums_the_runs():
     ratio = mech.log_density_ratio(pair.d, pair.d_prime, y)
     diff = mech.log_density(pair.d_prime, y) - mech.log_density(pair.d, y)
     np.testing.assert_allclose(ratio, diff, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("dim", [None, 4])
+def test_gaussian_log_density_ratio_matches_scipy(dim):
+    """The linear closed form against scipy's normal log densities, both orders of the pair."""
+    rng = np.random.default_rng(11)
+    mech = Gaussian(0.8, 1.5)
+    if dim is None:
+        d, d_prime = np.array([0.4, -2.0]), np.array([0.4, -2.0, 3.0])
+    else:
+        d = rng.normal(size=(3, dim))
+        d_prime = np.vstack([d, 2.0 * rng.normal(size=(1, dim))])
+    for p, q in ((d, d_prime), (d_prime, d)):
+        y = mech.sample(q, 5000, rng)
+        expected = stats.norm.logpdf(y, mech.query(q), mech.sigma) - stats.norm.logpdf(
+            y, mech.query(p), mech.sigma
+        )
+        if dim is not None:
+            expected = expected.sum(axis=1)
+        np.testing.assert_allclose(mech.log_density_ratio(p, q, y), expected, rtol=0, atol=1e-11)

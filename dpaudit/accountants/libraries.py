@@ -1,7 +1,7 @@
 """Third-party privacy accountants as claims: what each library says ``delta(eps)`` is.
 
 ``claim(name, mechanism)`` asks the accountant ``name`` about the same mechanism dpaudit samples
-and returns a :class:`~dpaudit.audit.accountant.Claim` that :func:`dpaudit.audit_accountant`
+and returns a :class:`~dpaudit.accountants.claims.Claim` that :func:`dpaudit.audit_accountant`
 checks against the Monte Carlo privacy loss. The libraries are optional: a missing one raises
 :class:`AccountantUnavailable` with ``status = "not installed"``, a mechanism the accountant does
 not cover one with ``status = "unsupported"``.
@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from dpaudit.audit.accountant import Claim
+from dpaudit.accountants.claims import Claim
 from dpaudit.mechanisms.base import Mechanism
 from dpaudit.mechanisms.composed import Composed
 from dpaudit.mechanisms.gaussian import Gaussian

@@ -80,15 +80,21 @@ def test_record_has_the_contract_keys_and_is_strict_json(gaussian_run, consisten
 
 def test_record_engine_numbers_are_the_engines(gaussian_run, consistent: dict) -> None:
     _, result = gaussian_run
+    # A record's bounds are the family of its verdict: eps at each delta, mu, the claim's test.
+    family = result.verdict(gdp(1.0), DELTAS)
+    assert consistent["family"]["tests"] == len(DELTAS) + 2
     for delta in DELTAS:
-        assert consistent["epsilon_lower_bounds"][delta_key(delta)] == result.epsilon_lower_bound(
-            delta
-        )
-    assert consistent["mu_lower_bound"] == result.mu_lower_bound()
+        key = delta_key(delta)
+        assert consistent["epsilon_lower_bounds"][key] == family["epsilon_lower_bounds"][key]
+        assert consistent["epsilon_lower_bounds"][key] <= result.epsilon_lower_bound(delta)
+    assert consistent["mu_lower_bound"] == family["mu_lower_bound"]
     # The stored engine state reproduces the same numbers without running.
-    again = AuditResult.from_dict(consistent)
+    again = AuditResult.from_dict(consistent).verdict(gdp(1.0), DELTAS)
     for delta in DELTAS:
-        assert again.epsilon_lower_bound(delta) == pytest.approx(result.epsilon_lower_bound(delta))
+        key = delta_key(delta)
+        assert again["epsilon_lower_bounds"][key] == pytest.approx(
+            family["epsilon_lower_bounds"][key]
+        )
 
 
 def test_record_theory_matches_the_reference_values(consistent: dict) -> None:
@@ -161,11 +167,12 @@ def test_without_claim_or_theory(gaussian_run) -> None:
     record = reports.build_record(loaded, deltas=DELTAS)
     assert record["theory"] == {} and record["claim"] is None
     assert record["verdict"] == "consistent" and record["witness"] is None
-    assert record["epsilon_lower_bounds"]["1e-05"] == result.epsilon_lower_bound(1e-5)
+    family = result.verdict(None, record["deltas"])
+    assert record["epsilon_lower_bounds"]["1e-05"] == family["epsilon_lower_bounds"]["1e-05"]
     assert reports.verdict_label(record) == "no claim tested"
     assert reports.verdict_sentence(record).startswith("No claim tested: ")
     assert set(reports.audit_figures(record)) == {"tradeoff", "profile", "histogram"}
-    assert list(reports.bounds_table(record).columns) == ["quantity", "lower bound"]
+    assert list(reports.bounds_table(record).columns) == ["quantity", "lower bound", "ceiling"]
 
 
 class _GaussianWithBrokenTheory(mechanisms.Gaussian):
@@ -362,7 +369,8 @@ def test_write_accepts_a_result(tmp_path: Path, gaussian_run) -> None:
     out = reports.write(result, tmp_path / "single")
     document = reports.load_results(out)
     assert len(document["audits"]) == 1
-    assert document["audits"][0]["mu_lower_bound"] == result.mu_lower_bound()
+    family = result.verdict(None, document["audits"][0]["deltas"])
+    assert document["audits"][0]["mu_lower_bound"] == family["mu_lower_bound"]
 
 
 def test_report_redrawn_from_results_is_identical(tmp_path: Path, written: Path) -> None:

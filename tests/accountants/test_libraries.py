@@ -14,7 +14,7 @@ import pytest
 
 import dpaudit as dpa
 from dpaudit import accountants
-from dpaudit.accountants import AccountantUnavailable, claim
+from dpaudit.accountants import AccountantUnavailable, claim, libraries
 from dpaudit.audit.accountant import audit_accountant
 from dpaudit.bounds.composition import OptimalComposition
 from dpaudit.bounds.gdp import gdp
@@ -83,14 +83,14 @@ def test_inversion_of_epsilon_of_delta():
     """delta(eps) recovered from an eps(delta) function: never below the true delta (it is a
     statement the eps(delta) function makes) and within the bisection step above it."""
     exact = gdp(1.0)
-    invert = accountants._delta_from_epsilon(exact.epsilon)
+    invert = libraries._delta_from_epsilon(exact.epsilon)
     eps = np.array([0.5, 2.0, 5.0])
     got = invert(eps)
     truth = exact.delta(eps)
     assert np.all(got >= truth * (1 - 1e-9))
     assert got == pytest.approx(truth, rel=2e-4)
     # no eps at any delta (the library refuses everywhere): no statement, delta = 1
-    assert accountants._delta_from_epsilon(lambda d: math.inf)(np.array([1.0])).tolist() == [1.0]
+    assert libraries._delta_from_epsilon(lambda d: math.inf)(np.array([1.0])).tolist() == [1.0]
 
 
 # ------------------------------------------------------------------------------ dp_accounting

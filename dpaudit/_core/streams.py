@@ -1,0 +1,42 @@
+"""Every random stream dpaudit derives from a user's seed, in one table.
+
+Chunk ``i`` of stream ``s`` draws from ``SeedSequence(seed, spawn_key=(STREAMS[s], i))``
+(:func:`chunk_generator`), so a result depends on the seed, the sizes and nothing else (not the
+number of workers). Generators that are not cut into chunks mix a tag of :data:`TAGS` into the
+entropy, ``SeedSequence([seed, TAGS[name], ...])``, which can never equal a spawned stream.
+A new stream or tag gets a new number here; numbers are never reused, so that old seeds keep
+reproducing old results.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["STREAMS", "TAGS", "chunk_generator"]
+
+#: Stream ids of ``spawn_key=(id, chunk)``: the engine's fit sample, pilot, selection and
+#: evaluation trials and output-shape probe; the accountant audit's two orders of the pair and
+#: its probe.
+STREAMS = {
+    "fit": 0,
+    "pilot": 1,
+    "selection": 2,
+    "evaluation": 3,
+    "probe": 4,
+    "accountant_d_d_prime": 16,
+    "accountant_d_prime_d": 17,
+    "accountant_probe": 18,
+}
+
+#: Entropy tags: the learned attack's extra training outputs (``"learn"``) and the pilot audits
+#: of the pair search (``"pilot"``), as ASCII.
+TAGS = {
+    "learned_training": 0x6C6561726E,
+    "pair_search_pilot": 0x70696C6F74,
+}
+
+
+def chunk_generator(seed: int, stream: str, chunk: int) -> np.random.Generator:
+    """The generator of chunk ``chunk`` of ``stream`` (a key of :data:`STREAMS`)."""
+    ss = np.random.SeedSequence(seed, spawn_key=(STREAMS[stream], int(chunk)))
+    return np.random.default_rng(ss)

@@ -1,0 +1,124 @@
+"""Argument checks shared by every public constructor and function of dpaudit.
+
+Each check raises ``ValueError`` naming the parameter, the value it got and the allowed range,
+so that wrong input is refused at construction (docs/architecture.md#contracts). The module lives in
+the plumbing layer ``dpaudit._core``, below every other part, so that every part may use it; the
+old path ``dpaudit.bounds.validation`` still works.
+"""
+
+from __future__ import annotations
+
+import math
+from numbers import Integral, Real
+
+import numpy as np
+
+__all__ = [
+    "check_real",
+    "check_positive",
+    "check_nonnegative",
+    "check_probability",
+    "check_integer",
+    "check_choice",
+    "check_array_in_unit_interval",
+    "check_eps_array",
+    "scalar_like",
+]
+
+
+def _as_float(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, Real | np.floating | np.integer):
+        raise ValueError(f"{name} must be a real number, got {value!r}")
+    out = float(value)
+    if math.isnan(out):
+        raise ValueError(f"{name} must be a real number, got nan")
+    return out
+
+
+def check_real(name: str, value: object, *, allow_inf: bool = False) -> float:
+    """Return ``value`` as a float; refuse NaN, non-numbers and (unless allowed) infinities."""
+    out = _as_float(name, value)
+    if not allow_inf and math.isinf(out):
+        raise ValueError(f"{name} must be finite, got {out!r}")
+    return out
+
+
+def check_positive(name: str, value: object, *, allow_inf: bool = False) -> float:
+    """Return ``value`` as a float in (0, inf) (or (0, inf] with ``allow_inf``)."""
+    out = check_real(name, value, allow_inf=allow_inf)
+    if out <= 0:
+        upper = "inf]" if allow_inf else "inf)"
+        raise ValueError(f"{name} must be in (0, {upper}, got {out!r}")
+    return out
+
+
+def check_nonnegative(name: str, value: object, *, allow_inf: bool = False) -> float:
+    """Return ``value`` as a float in [0, inf) (or [0, inf] with ``allow_inf``)."""
+    out = check_real(name, value, allow_inf=allow_inf)
+    if out < 0:
+        upper = "inf]" if allow_inf else "inf)"
+        raise ValueError(f"{name} must be in [0, {upper}, got {out!r}")
+    return out
+
+
+def check_probability(
+    name: str, value: object, *, low_open: bool = False, high_open: bool = False
+) -> float:
+    """Return ``value`` as a float in [0, 1], with either end optionally excluded."""
+    out = check_real(name, value)
+    too_low = out <= 0 if low_open else out < 0
+    too_high = out >= 1 if high_open else out > 1
+    if too_low or too_high:
+        interval = ("(" if low_open else "[") + "0, 1" + (")" if high_open else "]")
+        raise ValueError(f"{name} must be in {interval}, got {out!r}")
+    return out
+
+
+def check_integer(name: str, value: object, *, minimum: int = 1, maximum: int | None = None) -> int:
+    """Return ``value`` as an int in [minimum, maximum]; floats such as ``1e6`` are accepted
+    when they are whole numbers."""
+    if isinstance(value, bool):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    if isinstance(value, Integral | np.integer):
+        out = int(value)
+    elif isinstance(value, Real | np.floating) and float(value).is_integer():
+        out = int(value)
+    else:
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    if out < minimum or (maximum is not None and out > maximum):
+        upper = "inf)" if maximum is None else f"{maximum}]"
+        raise ValueError(f"{name} must be an integer in [{minimum}, {upper}, got {out!r}")
+    return out
+
+
+def check_choice(name: str, value: object, choices: tuple[str, ...] | list[str]) -> str:
+    """Return ``value`` if it is one of ``choices``."""
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}; got {value!r}")
+    return value
+
+
+def check_array_in_unit_interval(name: str, value: object) -> np.ndarray:
+    """Return ``value`` as a float array with every entry in [0, 1] (no NaN)."""
+    out = np.asarray(value, dtype=float)
+    if np.isnan(out).any() or (out < 0).any() or (out > 1).any():
+        raise ValueError(f"{name} must lie in [0, 1] (no NaN); got values outside it")
+    return out
+
+
+def check_eps_array(eps: object, name: str = "eps") -> np.ndarray:
+    """Return ``eps`` as a float array with every entry in [0, inf] (no NaN)."""
+    try:
+        out = np.asarray(eps, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"{name} must be a real number or array in [0, inf], got {eps!r}"
+        ) from None
+    if np.isnan(out).any() or (out < 0).any():
+        raise ValueError(f"{name} must be in [0, inf] (no NaN), got {eps!r}")
+    return out
+
+
+def scalar_like(values: np.ndarray, like: object) -> float | np.ndarray:
+    """A Python float when the caller's argument ``like`` was a scalar, else ``values``."""
+    return float(values) if np.ndim(like) == 0 else values

@@ -1,0 +1,171 @@
+"""``dpaudit scores FILE -o DIR``: audit attack scores computed elsewhere.
+
+Input: one table (CSV, Parquet when pyarrow is installed, ``.npz``) with a score column and a
+membership column (1 = the run/canary was "in", ``D_prime``; 0 = "out", ``D``), or two files
+(``--out FILE`` for the scores on ``D`` and ``FILE`` for those on ``D_prime``; CSV column, ``.npy``
+or one-column tables). Many-run scores give :func:`dpaudit.audit.scores.audit_scores` and a full
+report; ``--one-run`` treats the rows as canaries of one training run
+(:func:`dpaudit.audit.one_run.audit_one_run`) and writes its report
+(:func:`dpaudit.reports.one_run.write_one_run`).
+Exit codes as for ``run``: 0, 1 (input error: one line, nothing written), 3 (a given claim
+``--claim-mu`` is refuted).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["add_parser", "load_table", "membership_column"]
+
+EXIT_OK, EXIT_VIOLATION = 0, 3
+
+
+def _read(path: Path) -> pd.DataFrame:
+    if not path.is_file():
+        raise ValueError(f"{path}: no such file")
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        return pd.read_csv(path)
+    if suffix == ".parquet":
+        if importlib.util.find_spec("pyarrow") is None:
+            raise ValueError(f"{path}: reading Parquet needs pyarrow (pip install pyarrow)")
+        return pd.read_parquet(path)
+    if suffix == ".npy":
+        a = np.load(path, allow_pickle=False)
+        return pd.DataFrame({"score": np.asarray(a).ravel()})
+    if suffix == ".npz":
+        with np.load(path, allow_pickle=False) as data:
+            return pd.DataFrame({k: np.asarray(data[k]).ravel() for k in data.files})
+    raise ValueError(f"{path}: unknown file type {suffix!r} (use .csv, .parquet, .npy or .npz)")
+
+
+def _column(frame: pd.DataFrame, name: str, path: Path) -> pd.Series:
+    if name not in frame.columns:
+        columns = ", ".join(map(str, frame.columns))
+        raise ValueError(f"{path}: no column {name!r} (columns: {columns})")
+    return frame[name]
+
+
+def _scores(series: pd.Series, name: str) -> np.ndarray:
+    values = pd.to_numeric(series, errors="coerce").to_numpy(dtype=float)
+    if np.isnan(values).any():
+        raise ValueError(f"column {name!r} has missing or non-numeric scores")
+    return values
+
+
+def membership_column(series: pd.Series, name: str) -> np.ndarray:
+    """The membership column as 0/1 integers; a one-line error naming it otherwise."""
+    if series.isna().any():
+        raise ValueError(f"membership column {name!r} has missing values")
+    values = pd.to_numeric(series, errors="coerce")
+    if values.isna().any() or not values.isin([0, 1]).all():
+        raise ValueError(f"membership column {name!r} must contain only 0 and 1")
+    return values.to_numpy().astype(np.int8)
+
+
+def load_table(args: argparse.Namespace) -> tuple[np.ndarray, np.ndarray]:
+    """``(scores, membership)`` from the command's files."""
+    frame = _read(args.file)
+    if args.out is None:
+        scores = _scores(_column(frame, args.score_column, args.file), args.score_column)
+        member = membership_column(
+            _column(frame, args.member_column, args.file), args.member_column
+        )
+        return scores, member
+    other = _read(args.out)
+    s_in = _scores(_column(frame, args.score_column, args.file), args.score_column)
+    s_out = _scores(_column(other, args.score_column, args.out), args.score_column)
+    member = np.concatenate([np.zeros(s_out.size, np.int8), np.ones(s_in.size, np.int8)])
+    return np.concatenate([s_out, s_in]), member
+
+
+def add_parser(sub: Any, func: Any) -> None:
+    """Add the ``scores`` sub-command to ``sub`` (an argparse sub-parsers object)."""
+    p = sub.add_parser("scores", help="audit attack scores computed elsewhere")
+    p.add_argument("file", type=Path, help="scores table (.csv/.parquet/.npz/.npy)")
+    p.add_argument("-o", "--output", type=Path, required=True, help="report directory")
+    p.add_argument("--out", type=Path, help="second file: the scores on D (members 'out')")
+    p.add_argument("--score-column", default="score", help="score column (default: score)")
+    p.add_argument(
+        "--member-column", default="member", help="membership column, 0/1 (default: member)"
+    )
+    p.add_argument("--one-run", action="store_true", help="rows are canaries of one run")
+    p.add_argument("--method", choices=("fdp", "steinke"), default="fdp", help="one-run test")
+    p.add_argument(
+        "--sample-rate",
+        type=float,
+        help="with --steps: test DP-SGD's subsampled-Gaussian family (one run, fdp)",
+    )
+    p.add_argument("--steps", type=int, help="DP-SGD steps of the audited run (with --sample-rate)")
+    p.add_argument("--confidence", type=float, default=0.95, help="level (default 0.95)")
+    p.add_argument("--delta", type=float, default=1e-5, help="delta of eps (default 1e-5)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the selection split")
+    p.add_argument("--claim-mu", type=float, help="claimed Gaussian DP mu; exit 3 if refuted")
+    p.add_argument("-q", "--quiet", action="store_true", help="no summary on stdout")
+    p.set_defaults(func=func)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the ``scores`` command; returns the exit code."""
+    from dpaudit import reports
+    from dpaudit.audit.one_run import audit_one_run
+    from dpaudit.audit.scores import audit_scores
+    from dpaudit.bounds.gdp import gdp
+    from dpaudit.reports.one_run import write_one_run
+
+    if args.claim_mu is not None and not (np.isfinite(args.claim_mu) and args.claim_mu > 0):
+        raise ValueError(f"--claim-mu must be a positive number, got {args.claim_mu}")
+    reports.writer.check_output_directory(args.output)
+    scores, member = load_table(args)
+    if args.one_run:
+        if (args.sample_rate is None) != (args.steps is None):
+            raise ValueError("--sample-rate and --steps go together")
+        result = audit_one_run(
+            scores,
+            member,
+            delta=args.delta,
+            confidence=args.confidence,
+            method=args.method,
+            family="gdp" if args.steps is None else "subsampled_gaussian",
+            sample_rate=args.sample_rate,
+            steps=args.steps,
+        )
+        refuted = (
+            args.claim_mu is not None
+            and result.method == "fdp"
+            and result.family == "gdp"
+            and result.mu_lower_bound() > args.claim_mu
+        )
+        write_one_run({f"one run: {args.file.name}": result}, args.output)
+        if not args.quiet:
+            print(
+                f"one run ({result.method}): eps >= {result.epsilon_lower_bound():.4g} at "
+                f"delta={result.delta:g} ({result.correct}/{result.guesses} correct guesses, "
+                f"ceiling {result.epsilon_ceiling():.4g})"
+            )
+        return EXIT_VIOLATION if refuted else EXIT_OK
+    result = audit_scores(
+        scores[member == 0], scores[member == 1], confidence=args.confidence, seed=args.seed
+    )
+    claim = None if args.claim_mu is None else gdp(args.claim_mu)
+    record = reports.build_record(
+        result,
+        name=f"scores: {args.file.name}",
+        claim=claim,
+        claim_table=None if claim is None else {"kind": "gdp", "mu": args.claim_mu},
+        deltas=(args.delta,),
+    )
+    reports.write(record, args.output)
+    if not args.quiet:
+        print(
+            f"scores: eps >= {result.epsilon_lower_bound(args.delta):.4g} at "
+            f"delta={args.delta:g}, mu >= {result.mu_lower_bound():.4g} (ceiling for this n: "
+            f"mu {result.mu_ceiling():.4g}); report: {args.output / 'index.html'}"
+        )
+    return EXIT_VIOLATION if claim is not None and record["verdict"] == "violated" else EXIT_OK

@@ -1,0 +1,206 @@
+"""Threshold strategies on small selection samples, ceilings, and the automatic worker count.
+
+Coverage: 200 independent audits (seeds 0..199) of mechanisms whose privacy is known exactly, in
+the two small-sample regimes of the holdout (the reserve of a few Bonferroni candidates with 250
+selection trials; with 25, the choice at the selection medians and the Bonferroni fallback).
+Each bound is valid at 95%, so at most 5% of the audits may exceed the truth; the tests assert
+at most ``0.05 * 200 = 10`` exceedances. Their false-failure probability: if the true exceedance
+rate is at most 2% (Clopper-Pearson bounds are conservative; rates near 1% are typical),
+``P(Binomial(200, 0.02) > 10) < 0.005`` per test. Each coverage test is paired with a test of
+the test: the same audits with the bound replaced by the point estimate at the same threshold
+exceed the truth in far more than 10 audits. The audits that chose at the selection medians are
+also tested on their own (their false-failure probability is in ``_median_path_allowed``).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import dpaudit
+from dpaudit.audit.engine import auto_n_jobs
+from dpaudit.audit.lower_bounds import epsilon_from_errors, mu_from_errors
+from dpaudit.audit.strategies import (
+    RESERVE_SELECTION,
+    ceiling_errors,
+    choose_threshold,
+    holdout_choice,
+    oracle_errors,
+)
+from dpaudit.mechanisms import Gaussian, RandomizedResponse
+
+AUDITS = 200
+ALLOWED = int(0.05 * AUDITS)
+
+
+def _audits(mechanism, trials: int, selection: int) -> list:
+    return [
+        dpaudit.audit(mechanism, trials=trials, selection_trials=selection, seed=seed)
+        for seed in range(AUDITS)
+    ]
+
+
+@pytest.fixture(scope="module")
+def rr_reserve():
+    assert RESERVE_SELECTION[0] <= 250 < RESERVE_SELECTION[1]
+    return _audits(RandomizedResponse(1.0), 1000, 250)
+
+
+@pytest.fixture(scope="module")
+def rr_fallback():
+    return _audits(RandomizedResponse(1.0), 100, 25)
+
+
+@pytest.fixture(scope="module")
+def gaussian_reserve():
+    return _audits(Gaussian(1.0), 1000, 250)
+
+
+def _eps_exceed(results, point: bool) -> tuple[int, set]:
+    exceed, used = 0, set()
+    for r in results:
+        w = r.epsilon_witness(0.0)
+        used.add(w["strategy"])
+        value = float(epsilon_from_errors(w["alpha"], w["beta"], 0.0)) if point else w["epsilon"]
+        exceed += value > 1.0 + 1e-9
+    return exceed, used
+
+
+@pytest.mark.parametrize("regime", ["rr_reserve", "rr_fallback"])
+def test_randomized_response_eps_coverage(regime, request):
+    exceed, used = _eps_exceed(request.getfixturevalue(regime), point=False)
+    assert exceed <= ALLOWED
+    assert "holdout" in used
+    if regime == "rr_fallback":  # both fallbacks were exercised
+        assert {"holdout+median", "bonferroni"} <= used
+
+
+@pytest.mark.parametrize("regime", ["rr_reserve", "rr_fallback"])
+def test_randomized_response_coverage_test_has_power(regime, request):
+    exceed, _ = _eps_exceed(request.getfixturevalue(regime), point=True)
+    assert exceed > ALLOWED
+
+
+def _median_path(results, point: bool) -> tuple[int, int]:
+    """(audits that chose at the selection medians, how many of them exceed the truth)."""
+    audits = exceed = 0
+    for r in results:
+        w = r.epsilon_witness(0.0)
+        if w["strategy"] != "holdout+median":
+            continue
+        audits += 1
+        value = float(epsilon_from_errors(w["alpha"], w["beta"], 0.0)) if point else w["epsilon"]
+        exceed += value > 1.0 + 1e-9
+    return audits, exceed
+
+
+def _median_path_allowed(audits: int) -> int:
+    """99% quantile of ``Binomial(audits, 0.05)``: the bound is valid conditionally on the path
+    (a function of the selection sample only), so even at the nominal rate of 5% more
+    exceedances than this occur with probability below 1% (the false-failure probability)."""
+    return int(stats.binom.ppf(0.99, audits, 0.05))
+
+
+def test_median_fallback_coverage(rr_fallback):
+    audits, exceed = _median_path(rr_fallback, point=False)
+    assert audits >= 50  # the path is common with 25 selection trials
+    assert exceed <= _median_path_allowed(audits)
+
+
+def test_median_fallback_coverage_test_has_power(rr_fallback):
+    audits, exceed = _median_path(rr_fallback, point=True)
+    assert exceed > _median_path_allowed(audits)
+
+
+def test_gaussian_mu_coverage_with_reserve(gaussian_reserve):
+    witnesses = [r.mu_witness() for r in gaussian_reserve]
+    assert sum(w["mu"] > 1.0 for w in witnesses) <= ALLOWED
+    assert "holdout+reserve" in {w["strategy"] for w in witnesses}  # the reserve was exercised
+
+
+def test_gaussian_mu_coverage_test_has_power(gaussian_reserve):
+    exceed = 0
+    for r in gaussian_reserve:
+        w = r.mu_witness()
+        exceed += float(mu_from_errors(w["alpha"], w["beta"])) > 1.0
+    assert exceed > ALLOWED
+
+
+def test_holdout_choice_falls_back_when_nothing_is_predicted_positive():
+    assert holdout_choice(np.array([0.0, -1.0, 0.0])) is None
+    assert holdout_choice(np.array([])) is None
+    assert holdout_choice(np.array([0.0, 0.3, 0.2])) == 1
+
+
+def test_choose_threshold_rejects_fixed():
+    z = np.zeros(3, dtype=np.int64)
+    with pytest.raises(ValueError, match="strategy"):
+        choose_threshold("fixed", epsilon_from_errors, (z, z, 10, 10), (z, z, 10, 10), 0.05)
+
+
+@pytest.mark.parametrize("n0, n1", [(1, 1), (100, 250), (10**6, 10**5)])
+def test_ceiling_errors_is_clopper_pearson_at_zero_counts(n0, n1):
+    """Closed form against scipy's beta quantile (the Clopper-Pearson upper bound at k = 0)."""
+    a, b = ceiling_errors(n0, n1, 0.05)
+    assert a == pytest.approx(stats.beta.ppf(1 - 0.025, 1, n0), rel=1e-10)
+    assert b == pytest.approx(stats.beta.ppf(1 - 0.025, 1, n1), rel=1e-10)
+
+
+def test_perfect_attack_attains_the_ceiling():
+    """Outputs that never overlap: zero errors at the chosen threshold, so bound = ceiling."""
+    r = dpaudit.audit(Gaussian(1e-3), trials=2000, seed=0)
+    for delta in (0.0, 1e-5):
+        assert r.epsilon_lower_bound(delta) == pytest.approx(r.epsilon_ceiling(delta), rel=1e-12)
+    assert r.mu_lower_bound() == pytest.approx(r.mu_ceiling(), rel=1e-12)
+    a, b = ceiling_errors(2000, 2000, 0.05)
+    assert r.epsilon_ceiling(0.0) == pytest.approx(np.log((1 - b) / a), rel=1e-12)
+
+
+def test_bounds_never_exceed_the_ceilings():
+    r = dpaudit.audit(Gaussian(1.0), trials=10**4, seed=3)
+    assert r.epsilon_lower_bound(1e-5) <= r.epsilon_ceiling(1e-5)
+    assert r.mu_lower_bound() <= r.mu_ceiling()
+    assert r.mu_ceiling("oracle") <= r.mu_ceiling()
+
+
+def test_oracle_ceiling_matches_brute_force_on_the_gaussian():
+    """The oracle for N(0,1) vs N(1,1) against a direct scan of thresholds with scipy's normal."""
+    n, gamma = 10**5, 0.05
+    t = np.linspace(-6.0, 7.0, 20001)
+    alpha, beta = stats.norm.sf(t), stats.norm.cdf(t - 1.0)
+    au = stats.beta.ppf(1 - gamma / 2, alpha * n + 1, n - alpha * n)
+    bu = stats.beta.ppf(1 - gamma / 2, beta * n + 1, n - beta * n)
+    brute = float(np.nanmax(mu_from_errors(au, bu)))
+    a, b = oracle_errors(Gaussian(1.0).tradeoff(), n, n, gamma)
+    assert float(np.max(mu_from_errors(a, b))) == pytest.approx(brute, abs=2e-3)
+
+
+def test_oracle_ceiling_needs_a_trade_off_curve():
+    r = dpaudit.AuditResult.from_json(dpaudit.audit(Gaussian(1.0), trials=1000).to_json())
+    with pytest.raises(ValueError, match="trade-off curve"):
+        r.epsilon_ceiling(0.0, kind="oracle")
+    with pytest.raises(ValueError, match="kind"):
+        r.mu_ceiling(kind="best")
+
+
+def test_auto_n_jobs():
+    assert auto_n_jobs(0.1, cores=2) == 1
+    assert auto_n_jobs(100.0, cores=2) == 2
+    assert auto_n_jobs(100.0, cores=1) == 1
+
+
+def test_default_n_jobs_gives_identical_counts(monkeypatch):
+    results = [
+        dpaudit.audit(Gaussian(1.0), trials=50_000, seed=4, n_jobs=n_jobs)
+        for n_jobs in (None, 1, 2)
+    ]
+    # The automatic choice on its parallel branch (every audit predicted long enough).
+    engine = sys.modules["dpaudit.audit.engine"]
+    monkeypatch.setattr(engine, "AUTO_PARALLEL_SECONDS", 0.0)
+    results.append(dpaudit.audit(Gaussian(1.0), trials=50_000, seed=4))
+    for r in results[1:]:
+        assert np.array_equal(r.counts, results[0].counts)
+        assert np.array_equal(r.selection_counts, results[0].selection_counts)

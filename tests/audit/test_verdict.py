@@ -1,0 +1,106 @@
+"""The verdict and the reported bounds are one family of tests (AuditResult.verdict)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import dpaudit as dpa
+from dpaudit.bounds.gdp import gdp
+from dpaudit.bounds.tradeoff import approx_dp
+from dpaudit.mechanisms.flawed import flawed
+
+DELTAS = (0.0, 1e-6, 1e-3)
+
+
+def _audit(mechanism, seed, trials=3000, confidence=0.95):
+    pair = mechanism.worst_case_pair()
+    attack = dpa.attacks.LikelihoodRatio(mechanism, pair)
+    return dpa.audit(mechanism, pair, attack, trials=trials, seed=seed, confidence=confidence)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_no_reported_bound_beyond_the_claim_beside_a_consistent_verdict(seed):
+    """Property over seeds, mechanisms and claims near the truth: whenever a reported eps bound
+    exceeds the claim's eps at its delta, or the mu bound a GDP claim's mu, the verdict is
+    violated (deterministic: holds for every sample)."""
+    mechanisms = [dpa.mechanisms.Laplace(1.0), dpa.mechanisms.Gaussian(1.0)]
+    mechanisms.append(dpa.mechanisms.RandomizedResponse(1.0))
+    checked = 0
+    for mechanism in mechanisms:
+        result = _audit(mechanism, seed)
+        for eps in np.linspace(0.2, 2.0, 10):
+            claims = [approx_dp(eps, 0.0), approx_dp(eps, 1e-3), gdp(eps)]
+            for claim in claims:
+                v = result.verdict(claim, DELTAS)
+                beyond = any(v["epsilon_lower_bounds"][repr(d)] > claim.epsilon(d) for d in DELTAS)
+                if isinstance(claim, type(gdp(1.0))):
+                    beyond |= v["mu_lower_bound"] > claim.mu
+                if beyond:
+                    checked += 1
+                    assert v["verdict"] == "violated", (mechanism.name, claim.name)
+                    assert result.violates(claim, DELTAS) is not None
+    assert checked > 0  # the property was exercised
+
+
+def test_family_splits_the_confidence():
+    result = _audit(dpa.mechanisms.Laplace(1.0), 0)
+    v = result.verdict(approx_dp(1.0, 0.0), DELTAS)
+    assert v["family"]["tests"] == len(DELTAS) + 2
+    assert v["family"]["gamma_per_test"] == pytest.approx(0.05 / 5)
+    # Each family bound is the single-test bound read at the split level.
+    lone = result.epsilon_lower_bound(0.0)
+    assert v["epsilon_lower_bounds"]["0.0"] <= lone
+    assert result.verdict(None, DELTAS)["verdict"] is None
+
+
+def test_verdict_false_alarm_rate_on_correct_claims_is_at_most_the_level():
+    """Coverage: Laplace(scale 1) is exactly (1, 0)-DP; at confidence 0.8 (gamma = 0.2) the
+    verdict may refute the true claim in at most a fraction gamma of independent audits. With
+    80 audits the count is checked against the Binomial(80, 0.2) upper 0.999 quantile, so the
+    test fails falsely with probability <= 1e-3 when the verdict is valid."""
+    mechanism = dpa.mechanisms.Laplace(1.0)
+    claim = approx_dp(1.0, 0.0)
+    runs, gamma = 80, 0.2
+    alarms = sum(
+        _audit(mechanism, seed, trials=2000, confidence=1 - gamma).violates(claim, DELTAS)
+        is not None
+        for seed in range(runs)
+    )
+    assert alarms <= stats.binom.ppf(0.999, runs, gamma)
+
+
+@pytest.mark.slow
+def test_sparse_vector_from_dp_auditorium_is_violated_when_its_bound_exceeds_the_claim():
+    """The reveal-records SVT (claim (1, 0)-DP, true eps up to 1.75) with the learned attack
+    and 2e4 trials: its eps bound at delta = 0 exceeds 1 and the verdict says violated."""
+    from dpaudit.attacks.learned import Learned
+
+    mechanism = flawed("dpa_svt_reveal_records", 1.0)
+    pair = mechanism.worst_case_pair()
+    attack = Learned.for_mechanism(mechanism, pair, seed=0)
+    result = dpa.audit(mechanism, pair, attack, trials=20_000, seed=0)
+    v = result.verdict(approx_dp(1.0, 0.0), (0.0,))
+    assert result.epsilon_lower_bound(0.0) > 1.0
+    assert v["epsilon_lower_bounds"]["0.0"] > 1.0
+    assert v["verdict"] == "violated"
+
+
+def test_claim_test_on_an_uninformative_threshold_cannot_hide_a_refuting_bound(monkeypatch):
+    """The reported case: the claim's own test lands on an extreme threshold (alpha+ ~ 0.9998,
+    margin slightly negative) while the eps witness certifies more than the claim. The verdict
+    must follow the eps test (deterministic; the margin test alone says consistent here)."""
+    mechanism = dpa.mechanisms.Laplace(0.8)  # exactly 1.25-DP
+    result = _audit(mechanism, 0, trials=20_000)
+    claim = approx_dp(1.0, 0.0)
+
+    def uninformative(self, claim):
+        return self._witness(lambda a, b: -np.abs(a - 0.9998))
+
+    monkeypatch.setattr(type(result), "_margin_witness", uninformative)
+    v = result.verdict(claim, (0.0,))
+    assert v["epsilon_lower_bounds"]["0.0"] > 1.0
+    assert "claim" not in v["refuted_by"]
+    assert v["verdict"] == "violated" and "epsilon@0.0" in v["refuted_by"]
+    assert v["witness"]["claimed_epsilon"] == pytest.approx(1.0)

@@ -1,0 +1,22 @@
+"""dpaudit.reports.figures: the witness is drawn where the test was made, in its order."""
+
+from __future__ import annotations
+
+from dpaudit.reports.figures import figure_png, tradeoff_figure, witness_point
+
+
+def test_witness_point_swaps_for_the_reverse_order():
+    assert witness_point({"alpha_upper": 0.1, "beta_upper": 0.3, "order": "d_d_prime"}) == (
+        0.1,
+        0.3,
+    )
+    assert witness_point({"alpha_upper": 0.1, "beta_upper": 0.3, "order": "d_prime_d"}) == (
+        0.3,
+        0.1,
+    )
+    assert witness_point(None) is None and witness_point({"alpha_upper": 0.1}) is None
+
+
+def test_tradeoff_figure_renders_a_png(violated_record):
+    png = figure_png(tradeoff_figure(violated_record), dpi=40)
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"

@@ -1,0 +1,65 @@
+"""dpaudit scores: files in, report out, one-line errors, exit codes."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpaudit.audit.one_run import simulate_one_run
+from dpaudit.cli import main
+
+
+@pytest.fixture
+def table(tmp_path):
+    rng = np.random.default_rng(0)
+    member = np.r_[np.zeros(1000), np.ones(1000)].astype(int)
+    frame = pd.DataFrame({"score": rng.standard_normal(2000) + member, "member": member})
+    frame.to_csv(tmp_path / "s.csv", index=False)
+    return tmp_path, frame
+
+
+def test_report_and_claim(table):
+    path, _ = table
+    assert main(["scores", str(path / "s.csv"), "-o", str(path / "r"), "-q"]) == 0
+    assert (path / "r" / "results.json").is_file()
+    assert main(["scores", str(path / "s.csv"), "-o", str(path / "r2"), "--claim-mu", "0.3"]) == 3
+
+
+def test_two_files_and_one_run(tmp_path):
+    rng = np.random.default_rng(1)
+    np.save(tmp_path / "out.npy", rng.standard_normal(500))
+    np.save(tmp_path / "in.npy", rng.standard_normal(500) + 1.0)
+    argv = ["scores", str(tmp_path / "in.npy"), "--out", str(tmp_path / "out.npy")]
+    assert main([*argv, "-o", str(tmp_path / "r"), "-q"]) == 0
+    s, z = simulate_one_run(2000, 2.0, seed=0)
+    np.savez(tmp_path / "c.npz", score=s, member=z)
+    assert main(["scores", str(tmp_path / "c.npz"), "--one-run", "-o", str(tmp_path / "o")]) == 0
+    assert "one_run" in (tmp_path / "o" / "results.json").read_text()
+    assert main(["scores", str(tmp_path / "c.npz"), "--one-run", "-o", str(tmp_path / "o")]) == 0
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda f: f.assign(member=f.member.astype(float).where(f.index != 3)), "missing"),
+        (lambda f: f.assign(member=f.member * 2), "only 0 and 1"),
+        (lambda f: f.assign(member="yes"), "only 0 and 1"),
+        (lambda f: f.drop(columns="member"), "no column 'member'"),
+    ],
+)
+def test_bad_membership_one_line_nothing_written(table, capsys, change, message):
+    path, frame = table
+    change(frame).to_csv(path / "bad.csv", index=False)
+    assert main(["scores", str(path / "bad.csv"), "-o", str(path / "x")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and message in err and "member" in err
+    assert not (path / "x").exists()
+
+
+def test_one_run_dpsgd_family_and_flag_pairing(tmp_path, capsys):
+    s, z = simulate_one_run(1000, 2.0, seed=0)
+    np.savez(tmp_path / "c.npz", score=s, member=z)
+    argv = ["scores", str(tmp_path / "c.npz"), "--one-run", "-o", str(tmp_path / "o")]
+    assert main([*argv, "--sample-rate", "1", "--steps", "1", "-q"]) == 0
+    assert '"family": "subsampled_gaussian"' in (tmp_path / "o" / "results.json").read_text()
+    assert main([*argv, "--steps", "3"]) == 1
+    assert "--sample-rate and --steps" in capsys.readouterr().err
