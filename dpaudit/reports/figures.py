@@ -16,6 +16,7 @@ drawn exactly as fresh ones.
 from __future__ import annotations
 
 import io
+import textwrap
 from collections.abc import Mapping
 from typing import Any
 
@@ -444,7 +445,9 @@ def tradeoff_figure(result: Any) -> Figure:
     plot_tradeoff(record, left, scale="linear", legend=False)
     plot_tradeoff(record, right, scale="log", legend=False)
     _legend_below(fig, left, ncols=3)
-    fig.suptitle(str(record.get("name", "")), fontsize=12, fontweight="bold")
+    # A long audit name wraps onto a few lines instead of running off the figure.
+    title = "\n".join(textwrap.wrap(str(record.get("name", "")), 100)[:3])
+    fig.suptitle(title, fontsize=12, fontweight="bold")
     return fig
 
 
