@@ -4,7 +4,7 @@ Sub-commands::
 
     dpaudit run SPEC -o DIR        run the audits of a TOML spec, write results.json and a report
     dpaudit report RESULTS -o DIR  draw the report again from a results.json (runs no trial)
-    dpaudit suite -o DIR           audit the battery of reference mechanisms (under a minute)
+    dpaudit suite [-o DIR]         audit the battery of reference mechanisms (default: reports/)
     dpaudit list                   kinds of mechanisms, attacks and claims; methods; spec keys
     dpaudit bounds KIND --param k=v ...   theory table: eps at delta and delta at eps, every method
     dpaudit audit-accountant SPEC -o DIR  check accountants' delta(eps) ([[accountant_audit]])
@@ -33,12 +33,14 @@ import hashlib
 import json
 import re
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
 from dpaudit import reports, scores_command, specs
 from dpaudit.audit import backends
+from dpaudit.audit.limits import check_output_size, check_trials
 from dpaudit.mechanisms.base import METHOD_KINDS
 
 if sys.version_info >= (3, 11):
@@ -73,6 +75,8 @@ def _parse_param(text: str) -> tuple[str, Any]:
         return key, tomllib.loads(f"v = {value}")["v"]
     except tomllib.TOMLDecodeError:
         return key, value.strip()
+    except RecursionError:
+        raise ValueError(f"--param {key}: the value is nested too deeply") from None
 
 
 def _add_overrides(p: argparse.ArgumentParser) -> None:
@@ -131,7 +135,13 @@ def build_parser() -> argparse.ArgumentParser:
     report.set_defaults(func=_cmd_report)
 
     suite = sub.add_parser("suite", help="audit the battery of reference mechanisms")
-    suite.add_argument("-o", "--output", type=Path, help="report directory")
+    suite.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=Path("reports"),
+        help="report directory (default: reports); an earlier report there is replaced",
+    )
     _add_overrides(suite)
     _add_scale_out(suite)
     _add_fail_on_violation(
@@ -222,6 +232,11 @@ def _run_audits(audits: Sequence[specs.AuditSpec], output: Path, args: argparse.
             n_workers = n_jobs
         n_jobs = -1
     audits = [a.with_overrides(trials=args.trials, seed=args.seed, n_jobs=n_jobs) for a in audits]
+    for spec in audits:  # before any audit runs, so that none is run in vain
+        try:
+            check_output_size(spec.mechanism, spec.pair)
+        except ValueError as exc:
+            raise ValueError(f"{spec.origin}: {exc}") from None
     with backends.backend(args.backend, scheduler=args.scheduler, n_workers=n_workers):
         records = _audit_records(audits, args)
     reports.write(records, output)
@@ -231,10 +246,15 @@ def _run_audits(audits: Sequence[specs.AuditSpec], output: Path, args: argparse.
     return EXIT_VIOLATION if unexpected and args.fail_on_violation else EXIT_OK
 
 
+def _progress(args: argparse.Namespace) -> bool:
+    """Progress bars only on a terminal: a log file gets no stream of carriage-return updates."""
+    return not args.quiet and sys.stderr.isatty()
+
+
 def _audit_records(audits: Sequence[specs.AuditSpec], args: argparse.Namespace) -> list[dict]:
     records = []
     for spec in audits:
-        result = spec.run(progress=not args.quiet, store=_store_directory(args.store, spec.name))
+        result = spec.run(progress=_progress(args), store=_store_directory(args.store, spec.name))
         records.append(
             reports.build_record(
                 result,
@@ -249,7 +269,7 @@ def _audit_records(audits: Sequence[specs.AuditSpec], args: argparse.Namespace) 
             )
         )
         if not args.quiet:
-            print(f"{spec.name}: {records[-1]['verdict']}", file=sys.stderr)
+            print(f"{spec.name}: {reports.verdict_label(records[-1])}", file=sys.stderr)
     return records
 
 
@@ -267,8 +287,6 @@ def _cmd_suite(args: argparse.Namespace) -> int:
     if args.print_spec:
         print(specs.SUITE_TOML, end="")
         return EXIT_OK
-    if args.output is None:
-        raise _UsageError("suite needs -o DIR (see 'dpaudit suite --help')")
     return _run_audits(specs.suite(), args.output, args)
 
 
@@ -351,12 +369,14 @@ def _cmd_audit_accountant(args: argparse.Namespace) -> int:
     from dpaudit.reports.accountants import write_accountant_report
 
     audits = specs.load_accountant_audits(args.spec)
+    if args.trials is not None:
+        check_trials("--trials", args.trials, minimum=2)
     reports.writer.check_output_directory(args.output)
     overrides = {"trials": args.trials, "seed": args.seed, "n_jobs": args.n_jobs}
     records = []
     for spec in audits:
         spec = dataclasses.replace(spec, **{k: v for k, v in overrides.items() if v is not None})
-        record = run_accountant_spec(spec, progress=False if args.quiet else None)
+        record = run_accountant_spec(spec, progress=None if _progress(args) else False)
         records.append(record)
         if not args.quiet:
             for name, sentence in record["summary"].items():
@@ -379,9 +399,9 @@ def _cmd_bench_flawed(args: argparse.Namespace) -> int:
     return EXIT_VIOLATION if flagged_correct else EXIT_OK
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``dpaudit`` with ``argv`` (default: ``sys.argv[1:]``); return the exit code."""
+def _run(argv: Sequence[str] | None) -> int:
     parser = build_parser()
+    args = None
     try:
         args = parser.parse_args(argv)
         return args.func(args)
@@ -390,8 +410,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"dpaudit: error: {message}", file=sys.stderr)
         return EXIT_USER_ERROR
     except KeyboardInterrupt:
-        print("dpaudit: interrupted; nothing written", file=sys.stderr)
+        store = getattr(args, "store", None)
+        kept = (
+            f"; finished work is kept in {store}: the same command resumes from it"
+            if store is not None
+            else ""
+        )
+        print(f"dpaudit: interrupted; no report written{kept}", file=sys.stderr)
         return 130
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``dpaudit`` with ``argv`` (default: ``sys.argv[1:]``); return the exit code.
+
+    Warnings (e.g. a damaged file in a ``--store``, drawn again) are shown after a command that
+    succeeds, as ``dpaudit: warning: ...``, one line each; after an error only the error's one
+    line is shown. Floating-point notices of numpy (``overflow encountered in ...``) are not
+    shown: results are checked for what they could mean.
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.filterwarnings("ignore", message=".* encountered in ", category=RuntimeWarning)
+        code = _run(argv)
+    if code in (EXIT_OK, EXIT_VIOLATION):
+        for shown in dict.fromkeys(" ".join(str(w.message).split()) for w in caught):
+            print(f"dpaudit: warning: {shown}", file=sys.stderr)
+    return code
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -54,6 +54,7 @@ from dpaudit._core.validation import check_choice, check_integer, check_probabil
 from dpaudit.attacks.base import Attack
 from dpaudit.audit.accountant import AccountantAuditSpec
 from dpaudit.audit.engine import audit
+from dpaudit.audit.limits import check_trials
 from dpaudit.audit.strategies import STRATEGIES
 from dpaudit.bounds.gdp import gdp
 from dpaudit.bounds.tradeoff import TradeoffCurve, approx_dp
@@ -74,6 +75,8 @@ __all__ = [
     "ATTACK_KINDS",
     "CLAIM_KINDS",
     "VERDICTS",
+    "MAX_NAME_LENGTH",
+    "MAX_DEPTH",
     "register_mechanism",
     "register_attack",
     "register_claim",
@@ -91,6 +94,12 @@ __all__ = [
 
 #: The two verdicts of an audit: the claim held against every test, or a test refuted it.
 VERDICTS = ("consistent", "violated")
+
+#: Longest audit name: names label reports, figures, file names and store directories.
+MAX_NAME_LENGTH = 200
+
+#: Deepest nesting of tables and arrays in a spec (a composed, subsampled mechanism needs a few).
+MAX_DEPTH = 64
 
 
 class SpecError(ValueError):
@@ -290,6 +299,40 @@ def _read_table(
     return out
 
 
+def _check_depth(data: object, ctx: _Context) -> None:
+    """Refuse tables and arrays nested more than :data:`MAX_DEPTH` deep (walked without
+    recursion, so that no depth can exhaust the stack)."""
+    stack = [(data, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, Mapping | list | tuple):
+            if depth >= MAX_DEPTH:
+                raise ctx.error("", f"tables or arrays are nested more than {MAX_DEPTH} deep")
+            items = value.values() if isinstance(value, Mapping) else value
+            stack.extend((item, depth + 1) for item in items)
+
+
+def _check_name(name: str, ctx: _Context) -> None:
+    """An audit name: non-empty printable text of at most :data:`MAX_NAME_LENGTH` characters."""
+    if not name.strip():
+        raise ctx.error("name", "must not be empty")
+    if len(name) > MAX_NAME_LENGTH:
+        raise ctx.error(
+            "name", f"has {len(name):,} characters; at most {MAX_NAME_LENGTH} are allowed"
+        )
+    if not name.isprintable():
+        raise ctx.error("name", "must be printable text (no line breaks or control characters)")
+
+
+def _label(kind: str, index: int, table: object) -> str:
+    """``audit 2 (name)`` for messages; a long name is cut."""
+    label = f"{kind} {index + 1}"
+    if isinstance(table, dict) and isinstance(table.get("name"), str):
+        name = table["name"]
+        label += f" ({name[:40]}…)" if len(name) > 40 else f" ({name})"
+    return label
+
+
 def _kind_of(
     table: Mapping[str, Any], registry: Mapping[str, Kind], ctx: _Context, key: str
 ) -> str:
@@ -304,13 +347,16 @@ def _kind_of(
 
 
 def _call(ctx: _Context, key: str, build: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """Run a builder; its ``ValueError`` (parameter, value, allowed range) gets file and key."""
+    """Run a builder; its ``ValueError`` (parameter, value, allowed range) gets file and key, and
+    so does an arithmetic failure (e.g. a theory overflowing for a composition of 3^30 runs)."""
     try:
         return build(*args, **kwargs)
     except SpecError:
         raise
     except ValueError as exc:
         raise ctx.error(key, str(exc)) from None
+    except ArithmeticError as exc:
+        raise ctx.error(key, f"cannot be computed ({type(exc).__name__}: {exc})") from None
 
 
 def _build_kind(
@@ -334,7 +380,9 @@ def build_mechanism(table: Mapping[str, Any], *, source: str = "") -> Mechanism:
     """Build a mechanism from a spec table such as ``{"kind": "gaussian", "sigma": 1.0}``."""
     if not isinstance(table, Mapping):
         raise SpecError(f"{source + ': ' if source else ''}mechanism: expected a table")
-    return _build_mechanism(table, _Context(source, ""), "mechanism")
+    ctx = _Context(source, "")
+    _check_depth(table, ctx)
+    return _build_mechanism(table, ctx, "mechanism")
 
 
 # --- registries ---------------------------------------------------------------------------------
@@ -772,7 +820,7 @@ class AuditSpec:
         """The same audit with some settings replaced (the command line's ``--trials`` etc.)."""
         changes: dict[str, Any] = {}
         if trials is not None:
-            changes["trials"] = check_integer("trials", trials, minimum=1)
+            changes["trials"] = check_trials("trials", trials)
         if seed is not None:
             changes["seed"] = check_integer("seed", seed, minimum=0)
         if n_jobs is not None:
@@ -829,16 +877,13 @@ def _open_table(
 ) -> tuple[_Context, dict[str, Any]]:
     """Check one ``[[<what>]]`` table's keys and its unique, non-empty name; return the context
     of its error messages and its values (defaults filled)."""
-    label = f"{what} {index + 1}"
-    if isinstance(table, dict) and isinstance(table.get("name"), str):
-        label += f" ({table['name']})"
+    label = _label(what, index, table)
     ctx = _Context(source, label)
     if not isinstance(table, dict):
         raise ctx.error("", f"expected a table, got {_describe(table)}")
     values = _read_table(table, keys, ctx, "", ignore=ignore)
     name = values["name"]
-    if not name.strip():
-        raise ctx.error("name", "must not be empty")
+    _check_name(name, ctx)
     if name in names:
         raise ctx.error("name", f"{name!r} is used by an earlier audit; names must be unique")
     names.add(name)
@@ -860,7 +905,7 @@ def _check_settings(values: Mapping[str, Any], ctx: _Context) -> dict[str, Any]:
         return _call(ctx, key, fn, key, values[key], *args, **kwargs)
 
     settings = {
-        "trials": check("trials", check_integer, minimum=1),
+        "trials": check("trials", check_trials),
         "seed": check("seed", check_integer, minimum=0),
         "confidence": check("confidence", check_probability, low_open=True, high_open=True),
         "n_jobs": None
@@ -872,7 +917,7 @@ def _check_settings(values: Mapping[str, Any], ctx: _Context) -> dict[str, Any]:
     if (settings["strategy"] == "fixed") != (values["threshold"] is not None):
         raise ctx.error("threshold", "is needed with strategy 'fixed' and only then")
     if values["selection_trials"] is not None:
-        check("selection_trials", check_integer, minimum=1)
+        check("selection_trials", check_trials)
     for i, delta in enumerate(values["deltas"]):
         _call(ctx, f"deltas[{i}]", check_probability, "delta", delta, high_open=True)
     return settings
@@ -928,6 +973,7 @@ def _parse_audit(table: object, index: int, source: str, names: set[str]) -> Aud
 def parse(data: Mapping[str, Any], *, source: str = "") -> list[AuditSpec]:
     """Build the audits of a parsed spec document (``{"audit": [ {...}, ... ]}``)."""
     ctx = _Context(source, "")
+    _check_depth(data, ctx)
     for key in data:
         if key not in ("audit", "accountant_audit"):
             raise ctx.error(key, "unknown top-level key; expected [[audit]] tables only")
@@ -942,15 +988,25 @@ def parse(data: Mapping[str, Any], *, source: str = "") -> list[AuditSpec]:
     return [_parse_audit(table, i, source, names) for i, table in enumerate(tables)]
 
 
+def _toml(text: str, source: str) -> dict[str, Any]:
+    """Parse TOML; a syntax error or a document nested too deep for the parser is a
+    :class:`SpecError`."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"{source}: invalid TOML: {exc}") from None
+    except RecursionError:
+        raise SpecError(
+            f"{source}: invalid spec: tables or arrays are nested more than {MAX_DEPTH} deep"
+        ) from None
+
+
 def loads(
     text: str, *, source: str = "<string>", directory: str | Path | None = None
 ) -> list[AuditSpec]:
     """Read audits from TOML text; ``source`` names it in error messages. A black box's
     ``callable`` whose module is a file in ``directory`` is imported from there."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise SpecError(f"{source}: invalid TOML: {exc}") from None
+    data = _toml(text, source)
     token = _SPEC_DIRECTORY.set(None if directory is None else Path(directory))
     try:
         return parse(data, source=source)
@@ -1091,7 +1147,7 @@ def _parse_accountant_audit(
                 f"accountants[{i}]",
                 f"unknown accountant {accountant!r}; expected one of: {expected}",
             )
-    trials = _call(ctx, "trials", check_integer, "trials", values["trials"], minimum=2)
+    trials = _call(ctx, "trials", check_trials, "trials", values["trials"], minimum=2)
     seed = _call(ctx, "seed", check_integer, "seed", values["seed"], minimum=0)
     confidence = _call(
         ctx,
@@ -1130,6 +1186,7 @@ def parse_accountant_audits(
     """Build the accountant audits of a parsed spec document
     (``{"accountant_audit": [ {...}, ... ]}``; ``[[audit]]`` tables are ignored here)."""
     ctx = _Context(source, "")
+    _check_depth(data, ctx)
     for key in data:
         if key not in ("audit", "accountant_audit"):
             raise ctx.error(key, "unknown top-level key; expected [[accountant_audit]] tables")
@@ -1154,8 +1211,4 @@ def load_accountant_audits(path: str | Path) -> list[AccountantAuditSpec]:
         raise SpecError(f"{path}: spec file not found") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecError(f"{path}: cannot read spec file ({exc})") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise SpecError(f"{path}: invalid TOML: {exc}") from None
-    return parse_accountant_audits(data, source=str(path))
+    return parse_accountant_audits(_toml(text, str(path)), source=str(path))

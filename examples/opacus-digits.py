@@ -2,7 +2,7 @@
 
 Needs the extra: ``pip install torch==2.13.0`` (a CPU build), then ``pip install -e ".[opacus]"``.
 
-    python examples/opacus-digits.py -o reports/opacus-digits          # a few minutes
+    python examples/opacus-digits.py -o out/opacus-digits          # a few minutes
     python examples/opacus-digits.py -o /tmp/opacus-small --quick      # under a minute
 
 One model is trained with the user's own ``PrivacyEngine`` on digits plus two kinds of canaries,

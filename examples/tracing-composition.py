@@ -10,7 +10,7 @@ d, where the trials cannot resolve mu) fall off the log scale:
 ``E ||z - z'||^2 = 4d/3`` gives the Neyman-Pearson ``sqrt(4d/3) / (n sigma)``, and
 ``E <z - z', z - p> = E ||z - p||^2 = 2d/3`` gives the tracing ``sqrt(2d/3) / (n sigma)``.
 
-    python examples/tracing-composition.py --output reports/tracing-composition.png
+    python examples/tracing-composition.py --output out/tracing-composition.png
 
 Writes the figure (PNG) and prints the numbers behind it.
 """
@@ -82,7 +82,7 @@ def figure(rows: list[dict]) -> Figure:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--output", default="reports/tracing-composition.png")
+    parser.add_argument("--output", default="out/tracing-composition.png")
     parser.add_argument("--trials", type=int, default=20_000)
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--n-jobs", type=int, default=1)

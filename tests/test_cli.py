@@ -89,7 +89,7 @@ def test_bounds_nested_mechanism(capsys: pytest.CaptureFixture[str]) -> None:
         (("frobnicate",), "frobnicate"),
         (("run", "x.toml", "-o", "out", "--trials", "many"), "--trials"),
         (("report", "nowhere/results.json", "-o", "out"), "not found"),
-        (("suite",), "-o DIR"),
+        (("suite", "--trials", "0"), "trials"),
     ],
 )
 def test_user_errors_exit_1_with_one_line(
@@ -252,6 +252,28 @@ def test_suite_small(tmp_path: Path, capsys: pytest.CaptureFixture[str], no_figu
     page = (out_dir / "index.html").read_text()
     for name in verdicts:
         assert f'href="#audit-{name}"' in page
+
+
+def test_suite_writes_reports_by_default_and_again_over_its_own_report(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    no_figures: None,
+) -> None:
+    """The README's main job, ``dpaudit suite -o reports/``, works in a fresh directory and when
+    run a second time into its own report; without -o it writes to ``reports/`` too."""
+    monkeypatch.chdir(tmp_path)
+    for args in (("-o", "reports/"), ()):
+        code, out, err = run_cli(capsys, "suite", *args, "--trials", "2000")
+        assert code == EXIT_OK, err
+        assert "report: reports/index.html" in out
+        assert (tmp_path / "reports" / "index.html").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["reports"]
+    # A directory with files of its own is still refused, and left as it was.
+    (tmp_path / "reports" / "notes.txt").write_text("mine")
+    code, _, err = run_cli(capsys, "suite", "--trials", "2000")
+    assert code == EXIT_USER_ERROR and "not a dpaudit report" in err
+    assert (tmp_path / "reports" / "notes.txt").read_text() == "mine"
 
 
 @pytest.mark.slow

@@ -116,7 +116,6 @@ CLI_CASES = [
     (["run", "MISSING", "-o", "OUT"], "spec file not found"),
     (["run", "SPEC"], "the following arguments are required: -o/--output"),
     (["suite", "-o", "OUT", "--trials", "-5"], "trials must be an integer in [1, inf), got -5"),
-    (["suite"], "suite needs -o DIR"),
     (["report", "MISSING", "-o", "OUT"], "results file not found"),
     (["bounds", "gaussian", "--param", "sigma=1", "--delta", "2"], "delta must be in [0, 1]"),
     (["bounds", "gaussian", "--param", "sigma=1", "--delta", "nan"], "delta must be a real"),

@@ -18,16 +18,18 @@ The way data flows (docs/architecture.md#data-flow):
 Streams: ``0`` fit, ``1`` pilot, ``2`` selection, ``3`` evaluation, ``4`` a two-trial probe of
 the output shape. The selection sample is drawn *in addition* to the ``trials`` evaluation runs.
 
-Long runs: with ``store=DIR`` every finished batch is saved atomically
-(:class:`~dpaudit.audit.store.ChunkStore`) and a restarted audit runs only the batches not yet
+Long runs: with ``store=DIR`` every finished pilot chunk and batch is saved atomically
+(:class:`~dpaudit.audit.store.ChunkStore`) and a restarted audit draws only what is not yet
 stored; batches whose worker process died are run again (at most ``WORKER_RETRIES`` times).
+Runs beyond what the machine can do (:mod:`dpaudit.audit.limits`) are refused: trial counts and
+output sizes before anything is drawn, a run the pilot shows to be too slow before its selection.
 A mechanism that raises, or returns outputs of the wrong shape or NaN/infinite values, stops the
 audit with a ``ValueError`` naming the mechanism, the stream, the chunk and the problem.
 """
 
 from __future__ import annotations
 
-import hashlib
+import dataclasses
 import math
 import os
 import sys
@@ -50,6 +52,7 @@ from dpaudit.attacks.delta_leak import DeltaLeak
 from dpaudit.attacks.likelihood_ratio import LikelihoodRatio
 from dpaudit.audit.backends import on_dask, single_threaded
 from dpaudit.audit.grid import ScoreGrid
+from dpaudit.audit.limits import SMALLEST_CHUNK, check_duration, check_output_size, check_trials
 from dpaudit.audit.privacy_loss import PrivacyLossStatistics
 from dpaudit.audit.result import AuditResult
 from dpaudit.audit.store import ChunkStore
@@ -85,7 +88,7 @@ FIT_TRIALS = 2**15
 
 #: Scalar output values per chunk (chunk size = this / values per output, within bounds).
 _CHUNK_VALUES = 2**15
-_MIN_CHUNK, _MAX_CHUNK = 64, 2**15
+_MIN_CHUNK, _MAX_CHUNK = SMALLEST_CHUNK, 2**15
 
 #: Most scalar output values per batch (a batch is a fixed group of consecutive chunks), and the
 #: number of batches a stream is cut into when it is smaller than that allows.
@@ -186,7 +189,7 @@ def _sample(job: _Job, stream: str, chunk: int, size: int, rng: np.random.Genera
         name = getattr(job.mechanism, "name", type(job.mechanism).__name__)
         try:
             y = np.asarray(job.mechanism.sample(dataset, size, rng))
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:  # foreign code may call sys.exit
             message = " ".join(str(exc).split())
             raise ValueError(
                 f"mechanism {name} raised {type(exc).__name__}: {message} {where}"
@@ -210,7 +213,7 @@ def _draw(job: _Job, stream: str, chunk: int, size: int) -> tuple[np.ndarray, np
     y0, y1 = _sample(job, stream, chunk, size, rng)
     try:
         return _scores(job.attack, y0, size), _scores(job.attack, y1, size)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:
         message = " ".join(str(exc).split())
         if not isinstance(exc, ValueError):
             message = f"attack {job.attack.name} raised {type(exc).__name__}: {message}"
@@ -259,23 +262,53 @@ def _batches(stream: str, total: int, chunk_size: int, values_per_output: int) -
 
 
 def _fingerprint(
-    job: _Job, *, trials: int, selection_trials: int, bins: int, strategy: str, confidence: float
+    job: _Job,
+    *,
+    trials: int,
+    selection_trials: int,
+    pilot_trials: int,
+    bins: int,
+    strategy: str,
+    confidence: float,
 ) -> dict[str, Any]:
-    """What the stored sums of an audit depend on (see :class:`~dpaudit.audit.store.ChunkStore`)."""
-    edges = np.ascontiguousarray(job.grid.edges, dtype=float)
+    """What the stored pilot scores and sums of an audit depend on (see
+    :class:`~dpaudit.audit.store.ChunkStore`). The score grid is not part of it: it is computed
+    from the pilot scores (stored too) and ``bins``, so the store can be opened before the pilot
+    and keep it."""
     fixed = job.fixed_thresholds
     return {
         **audit_metadata(job.mechanism, job.pair, job.attack, job.privacy_loss),
         "seed": job.seed,
         "trials": trials,
         "selection_trials": selection_trials,
+        "pilot_trials": pilot_trials,
         "chunk_size": job.chunk_size,
         "bins": bins,
         "strategy": strategy,
         "confidence": confidence,
         "threshold": None if fixed is None else fixed.tolist(),
-        "grid": {"kind": job.grid.kind, "sha256": hashlib.sha256(edges.tobytes()).hexdigest()},
     }
+
+
+def _pilot(job: _Job, trials: int, store: ChunkStore | None) -> tuple[np.ndarray, int, float]:
+    """The pilot scores under both datasets, chunk by chunk; with a store every finished chunk
+    is saved at once and loaded on a rerun, so an interrupted pilot is never drawn again.
+
+    Returns the scores, the trials per dataset drawn now (not loaded) and the seconds they took.
+    """
+    scores, drawn, seconds = [], 0, 0.0
+    for chunk in range(-(-trials // job.chunk_size)):
+        size = min(job.chunk_size, trials - chunk * job.chunk_size)
+        stored = None if store is None else store.load_scores("pilot", chunk, (2, size))
+        if stored is None:
+            started = time.perf_counter()
+            stored = np.stack(_draw(job, "pilot", chunk, size))
+            seconds += time.perf_counter() - started
+            drawn += size
+            if store is not None:
+                store.save_scores("pilot", chunk, stored)
+        scores.append(stored.ravel())
+    return np.concatenate(scores), drawn, seconds
 
 
 def _worker_deaths() -> tuple[type[BaseException], ...]:
@@ -302,9 +335,14 @@ def _tallies(
         for index in range(start, len(batches)):
             stream, first = batches[index][:2]
             if (stream, first) in finished:
-                yield index, _Tally(**store.load(stream, first))
-                continue
-            tally = next(results)
+                stored = store.load(stream, first)
+                if stored is not None:
+                    yield index, _Tally(**stored)
+                    continue
+                # Damaged since the store was opened (the store said so): run it here.
+                tally = _run_batch(job, *batches[index])
+            else:
+                tally = next(results)
             if store is not None:
                 store.save(stream, first, vars(tally))
             yield index, tally
@@ -404,8 +442,16 @@ def _resolve_pair(mechanism: Any, pair: object, attack: object) -> NeighbouringP
 
 def _probe(mechanism: Any, pair: NeighbouringPair, seed: int) -> np.ndarray:
     """Two outputs under ``D`` (stream ``"probe"``): the shape of an output, and a check of the
-    ``sample`` contract."""
-    probe = np.asarray(mechanism.sample(pair.d, 2, chunk_generator(seed, "probe", 0)))
+    ``sample`` contract; foreign code that fails here fails with one line."""
+    check_output_size(mechanism, pair)
+    try:
+        probe = np.asarray(mechanism.sample(pair.d, 2, chunk_generator(seed, "probe", 0)))
+    except (Exception, SystemExit) as exc:  # foreign code may call sys.exit
+        name = getattr(mechanism, "name", type(mechanism).__name__)
+        message = " ".join(str(exc).split())
+        raise ValueError(
+            f"mechanism {name} raised {type(exc).__name__}: {message} (probe chunk 0, dataset D)"
+        ) from exc
     if probe.ndim == 0 or probe.shape[0] != 2:
         raise ValueError("mechanism.sample(dataset, size, rng) must return size outputs on axis 0")
     return probe
@@ -440,18 +486,24 @@ def _fitted_attack(
     return attack, fit_trials, budget["pilot"]
 
 
-def _pilot_grid(pilot_job: _Job, pilot_trials: int, bins: int) -> tuple[ScoreGrid, float]:
-    """The score grid fixed from the pilot sample (stream ``"pilot"``), before any trial used
-    for a bound exists; with the pilot's seconds per trial."""
-    chunk_size = pilot_job.chunk_size
-    pilot_started = time.perf_counter()
-    pilot = [
-        _draw(pilot_job, "pilot", i, min(chunk_size, pilot_trials - i * chunk_size))
-        for i in range(-(-pilot_trials // chunk_size))
-    ]
-    seconds_per_trial = (time.perf_counter() - pilot_started) / pilot_trials
-    grid = ScoreGrid.from_scores(np.concatenate([s for scores in pilot for s in scores]), bins=bins)
-    return grid, seconds_per_trial
+def _fix_grid(
+    job: _Job,
+    pilot_trials: int,
+    bins: int,
+    chunk_store: ChunkStore | None,
+    n_jobs: int | None,
+    total_trials: int,
+) -> tuple[_Job, int]:
+    """The job with the score grid fixed by the pilot (before any trial used for a bound
+    exists), and the number of workers: the given one, else as the pilot's speed predicts."""
+    pilot, drawn, seconds = _pilot(job, pilot_trials, chunk_store)
+    if n_jobs is None:
+        # A pilot loaded from a store was part of a run long enough to be stored: every core.
+        per_trial = seconds / drawn if drawn else math.inf
+        n_jobs = auto_n_jobs(per_trial * total_trials)
+    name = getattr(job.mechanism, "name", type(job.mechanism).__name__)
+    check_duration(name, total_trials, drawn, seconds, int(n_jobs))
+    return dataclasses.replace(job, grid=ScoreGrid.from_scores(pilot, bins=bins)), int(n_jobs)
 
 
 def _progress_bar(progress: bool | None, total: int, mechanism: Any) -> tqdm:
@@ -461,13 +513,15 @@ def _progress_bar(progress: bool | None, total: int, mechanism: Any) -> tqdm:
         disable = None if total >= _AUTO_PROGRESS_TRIALS else True
     else:
         disable = not progress
+    # The bar counts the selection trials too, and says so.
     return tqdm(
         total=total,
         unit="trial",
         unit_scale=True,
         file=sys.stderr,
         disable=disable,
-        desc=getattr(mechanism, "name", type(mechanism).__name__),
+        desc=f"{getattr(mechanism, 'name', type(mechanism).__name__)[:40]} "
+        "(selection + evaluation trials per dataset)",
     )
 
 
@@ -498,9 +552,7 @@ def _run_streams(
     with bar:
         while position < len(batches):
             try:
-                for index, tally in _tallies(
-                    job, batches, position, chunk_store, finished, int(n_jobs)
-                ):
+                for index, tally in _tallies(job, batches, position, chunk_store, finished, n_jobs):
                     stream, first, n_chunks, total = batches[index]
                     totals[stream].add(tally)
                     bar.update(min(total, (first + n_chunks) * chunk_size) - first * chunk_size)
@@ -598,19 +650,20 @@ def audit(
         Show a progress bar on stderr; ``None`` shows it for runs of ``10^7`` trials or more
         when stderr is a terminal.
     store:
-        Directory of a :class:`~dpaudit.audit.store.ChunkStore`: finished batches are saved
-        there, and an audit restarted with the same arguments and directory resumes from them
-        with an identical result. A directory written by another audit is refused.
+        Directory of a :class:`~dpaudit.audit.store.ChunkStore`: the finished pilot chunks and
+        batches are saved there, and an audit restarted with the same arguments and directory
+        resumes from them with an identical result. A directory written by another audit is
+        refused; a damaged file in it is reported (a ``RuntimeWarning``) and drawn again.
     """
     started = time.perf_counter()
-    trials = check_integer("trials", trials, minimum=1)
+    trials = check_trials("trials", trials)
     seed = check_integer("seed", seed, minimum=0)
     confidence = check_probability("confidence", confidence, low_open=True, high_open=True)
     strategy = check_choice("strategy", strategy, STRATEGIES)
     fixed = _checked_thresholds(strategy, threshold)
     if selection_trials is None:
         selection_trials = default_selection_trials(trials)
-    selection_trials = check_integer("selection_trials", selection_trials, minimum=2)
+    selection_trials = check_trials("selection_trials", selection_trials, minimum=2)
     bins = default_bins(trials) if bins is None else check_integer("bins", bins, minimum=2)
     _check_run_options(n_jobs, progress, store)
     if not callable(getattr(mechanism, "sample", None)):
@@ -635,34 +688,33 @@ def audit(
         and _same_pair(getattr(attack, "pair", pair), pair)
     )
 
-    pilot_job = _Job(
+    sorted_fixed = None if fixed is None else np.sort(fixed)
+    # The pilot's job: a placeholder grid, replaced by the one the pilot fixes.
+    job = _Job(
         mechanism,
         pair,
         attack,
         ScoreGrid("discrete", np.zeros(1)),
         seed,
         chunk_size,
-        False,
-        None,
+        exact,
+        sorted_fixed,
         output_shape,
     )
-    grid, seconds_per_trial = _pilot_grid(pilot_job, pilot_trials, bins)
-    if n_jobs is None:
-        n_jobs = auto_n_jobs(seconds_per_trial * (selection_trials + trials))
-
-    sorted_fixed = None if fixed is None else np.sort(fixed)
-    job = _Job(mechanism, pair, attack, grid, seed, chunk_size, exact, sorted_fixed, output_shape)
     chunk_store = None
     if store is not None:
         fingerprint = _fingerprint(
             job,
             trials=trials,
             selection_trials=selection_trials,
+            pilot_trials=pilot_trials,
             bins=bins,
             strategy=strategy,
             confidence=confidence,
         )
         chunk_store = ChunkStore(store, fingerprint)
+    job, n_jobs = _fix_grid(job, pilot_trials, bins, chunk_store, n_jobs, selection_trials + trials)
+    grid = job.grid
     bar = _progress_bar(progress, selection_trials + trials, mechanism)
     totals = _run_streams(
         job, selection_trials, trials, values_per_output, chunk_store, n_jobs, bar

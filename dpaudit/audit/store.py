@@ -10,6 +10,7 @@ the resumed result is bit-identical to an uninterrupted run.
 Layout of a store directory::
 
     manifest.json                 format, dpaudit version and the fingerprint of the audit
+    pilot-000000000000.npz        the scores of each finished pilot chunk (they fix the grid)
     selection-000000000000.npz    one file per finished batch: <stream>-<first chunk>.npz
     evaluation-000000000064.npz
 
@@ -19,6 +20,9 @@ Every file is written atomically: to a temporary file in the same directory, flu
 everything the sums depend on (mechanism, pair, attack, seed, trial counts, chunking, score grid,
 dpaudit and numpy versions); a directory whose manifest differs is refused with a message naming
 the fields that differ, so batches of different audits are never mixed. Nothing is pickled.
+
+A file damaged by something else (a full disk, a copy cut short, a truncated or empty file) is
+reported in one line (a ``RuntimeWarning``), removed, and its batch or chunk is drawn again.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ import json
 import os
 import re
 import tempfile
+import warnings
+import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -38,11 +44,14 @@ import numpy as np
 __all__ = ["ChunkStore", "STORE_FORMAT", "fingerprint_digest"]
 
 #: Version of the layout above; a store of another format is refused.
-STORE_FORMAT = 1
+STORE_FORMAT = 2
 
 _MANIFEST = "manifest.json"
 _BATCH = re.compile(r"^(?P<stream>[a-z]+)-(?P<first>\d{12})\.npz$")
 _ARRAYS = ("counts", "loss", "fixed")
+
+#: What reading a damaged ``.npz`` file can raise.
+_DAMAGE = (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile)
 
 
 def fingerprint_digest(fingerprint: Mapping[str, Any]) -> str:
@@ -159,12 +168,38 @@ class ChunkStore:
             raise ValueError(f"first must be a chunk index >= 0, got {first!r}")
         return self.directory / f"{stream}-{int(first):012d}.npz"
 
+    def _read(self, path: Path, required: str) -> dict[str, np.ndarray] | None:
+        """The arrays of ``path``, which must hold ``required``; ``None`` when the file is
+        missing, or damaged (then it is reported in one line and removed)."""
+        if not path.exists():
+            return None
+        try:
+            if not zipfile.is_zipfile(path):
+                raise ValueError("empty file" if path.stat().st_size == 0 else "cut short")
+            with np.load(path, allow_pickle=False) as data:
+                arrays = {k: data[k].copy() for k in data.files}
+            if required not in arrays:
+                raise ValueError(f"it holds no {required!r} array")
+        except _DAMAGE as exc:
+            reason = " ".join(str(exc).split()) or type(exc).__name__
+            warnings.warn(
+                f"store {self.directory}: {path.name} is damaged ({reason}); it is removed "
+                "and drawn again",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+            with contextlib.suppress(OSError):
+                path.unlink()
+            return None
+        return arrays
+
     def finished(self) -> set[tuple[str, int]]:
-        """``(stream, first chunk)`` of every batch stored."""
+        """``(stream, first chunk)`` of every batch stored and readable; damaged ones are
+        reported, removed and left out, so that they run again."""
         out = set()
-        for path in self.directory.iterdir():
+        for path in sorted(self.directory.iterdir()):
             match = _BATCH.match(path.name)
-            if match:
+            if match and self._read(path, "counts" if match["stream"] != "pilot" else "scores"):
                 out.add((match["stream"], int(match["first"])))
         return out
 
@@ -181,18 +216,38 @@ class ChunkStore:
         _write_atomic(path, lambda handle: np.savez(handle, **present))
 
     def load(self, stream: str, first: int) -> dict[str, np.ndarray | None] | None:
-        """The stored sums of a batch (``None`` for arrays not stored), or ``None`` if absent."""
-        path = self._path(stream, first)
-        if not path.exists():
+        """The stored sums of a batch (``None`` for arrays not stored), or ``None`` if absent
+        or damaged (a damaged file is reported and removed)."""
+        arrays = self._read(self._path(stream, first), "counts")
+        if arrays is None:
             return None
-        try:
-            with np.load(path, allow_pickle=False) as data:
-                return {k: (data[k].copy() if k in data.files else None) for k in _ARRAYS}
-        except (OSError, ValueError) as exc:
-            raise ValueError(
-                f"store {self.directory}: cannot read {path.name} ({exc}); delete it to rerun "
-                "that batch"
-            ) from None
+        return {k: arrays.get(k) for k in _ARRAYS}
+
+    def save_scores(self, stream: str, chunk: int, scores: np.ndarray) -> None:
+        """Store the scores of chunk ``chunk`` of ``stream`` (the pilot's), atomically."""
+        path = self._path(stream, chunk)
+        values = np.asarray(scores, dtype=float)
+        _write_atomic(path, lambda handle: np.savez(handle, scores=values))
+
+    def load_scores(self, stream: str, chunk: int, shape: tuple[int, ...]) -> np.ndarray | None:
+        """The stored scores of a chunk, or ``None`` if absent, damaged or not of ``shape``
+        (a damaged file is reported and removed)."""
+        arrays = self._read(self._path(stream, chunk), "scores")
+        if arrays is None:
+            return None
+        scores = arrays["scores"]
+        if scores.shape != tuple(shape) or scores.dtype != np.float64:
+            path = self._path(stream, chunk)
+            warnings.warn(
+                f"store {self.directory}: {path.name} holds scores of shape {scores.shape}, "
+                f"expected {tuple(shape)}; it is removed and drawn again",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            with contextlib.suppress(OSError):
+                path.unlink()
+            return None
+        return scores
 
     def __repr__(self) -> str:
         return f"ChunkStore({str(self.directory)!r}, digest={self.digest[:12]})"

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import numbers
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -117,6 +118,32 @@ def load_callable(spec: str, directory: str | Path | None = None) -> Callable[..
     return obj
 
 
+def _is_number(value: object) -> bool:
+    """A real number (Python, numpy or a 0-d array of one); strings and ``None`` are not."""
+    return isinstance(value, numbers.Real) or (
+        isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "biuf"
+    )
+
+
+#: What :func:`_first_non_number` returns when every value is a number.
+_NUMBERS_ONLY = object()
+
+
+def _first_non_number(raw: object) -> object:
+    """The first value in ``raw`` (nested lists, tuples and arrays) that is not a real number,
+    or :data:`_NUMBERS_ONLY`; walked without recursion."""
+    stack = [raw]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, list | tuple):
+            stack.extend(reversed(value))
+        elif isinstance(value, np.ndarray) and value.ndim > 0:
+            stack.extend(reversed(list(value.flat)))
+        elif not _is_number(value):
+            return value
+    return _NUMBERS_ONLY
+
+
 def _callable_name(fn: Callable[..., Any]) -> str:
     module = getattr(fn, "__module__", None)
     name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
@@ -157,6 +184,10 @@ class BlackBox(Mechanism):
     name:
         Label in results; default ``BlackBox(<module:function>)``.
     """
+
+    #: Every ``sample`` call runs code outside dpaudit: the engine learns the output shape from
+    #: its first draw (the probe) instead of an extra call to :meth:`output_shape`.
+    calls_foreign_code = True
 
     def __init__(
         self,
@@ -288,17 +319,27 @@ class BlackBox(Mechanism):
         return self._pair
 
     def _rows(self, raw: object, size: int) -> np.ndarray:
-        """Validate and convert one batch of outputs to a float array ``(size, k)``."""
+        """Validate and convert one batch of outputs to a float array ``(size, k)``.
+
+        Only numbers pass: a string such as ``"1.5"`` is refused, not read as a number, and an
+        output with no values at all is refused too."""
         try:
-            y = np.asarray(raw, dtype=float)
+            y = np.asarray(raw)
+            found = _first_non_number(raw) if y.dtype.kind not in "biuf" else _NUMBERS_ONLY
+            if found is not _NUMBERS_ONLY:
+                kind = "the string" if isinstance(found, str) else type(found).__name__
+                raise TypeError(f"got {kind} {str(found)[:40]!r}")
+            y = y.astype(float)
         except (TypeError, ValueError) as exc:
             raise ValueError(
                 f"{self.name} returned outputs that are not numbers or equal-length tuples of "
-                f"numbers ({exc})"
+                f"numbers ({' '.join(str(exc).split())})"
             ) from None
         if y.ndim == 0 or y.shape[0] != size:
             got = "a scalar" if y.ndim == 0 else f"{y.shape[0]} outputs"
             raise ValueError(f"{self.name} must return {size} outputs on axis 0, got {got}")
+        if y.size == 0:
+            raise ValueError(f"{self.name} returned empty outputs (no values)")
         y = y.reshape(size, -1)
         if np.isnan(y).any():
             raise ValueError(f"{self.name} returned NaN outputs")

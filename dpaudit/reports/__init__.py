@@ -1,8 +1,8 @@
 """Reports of audits: figures (matplotlib), tables (pandas), HTML, Markdown and JSON writers.
 
-``dpaudit.reports.write(result_or_results, "reports/x")`` writes a self-contained HTML page, a
+``dpaudit.reports.write(result_or_results, "out/x")`` writes a self-contained HTML page, a
 Markdown page with PNG figures, and ``results.json`` holding every number, from which
-``write(load_results("reports/x"), ...)`` draws the same report again without running anything.
+``write(load_results("out/x"), ...)`` draws the same report again without running anything.
 """
 
 from dpaudit.audit.frames import result_frame, theory_comparison, tightness
@@ -21,7 +21,7 @@ from dpaudit.reports.records import (
     results_document,
 )
 from dpaudit.reports.tables import bounds_table, index_table, parameters_table, theory_table
-from dpaudit.reports.text import verdict_sentence
+from dpaudit.reports.text import verdict_label, verdict_sentence
 from dpaudit.reports.writer import write
 
 __all__ = [
@@ -44,4 +44,5 @@ __all__ = [
     "theory_comparison",
     "tightness",
     "verdict_sentence",
+    "verdict_label",
 ]

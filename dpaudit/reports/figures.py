@@ -16,6 +16,7 @@ drawn exactly as fresh ones.
 from __future__ import annotations
 
 import io
+import textwrap
 from collections.abc import Mapping
 from typing import Any
 
@@ -272,7 +273,9 @@ def plot_privacy_profile(result: Any, ax: Axes | None = None, *, legend: bool = 
     Theoretical profiles are upper bounds (or exact values) of the mechanism's delta(eps). The
     measurement gives lower bounds: at each delta, the mechanism is not (eps, delta)-DP for any
     eps below the measured epsilon lower bound, so the true profile passes above the shaded
-    staircase.
+    staircase. Each step of the staircase is one test at the audit's confidence on its own; the
+    steps are not a simultaneous family (unlike the bounds and the verdict of the report), and
+    the legend says so.
     """
     record = as_record(result)
     ax = ax if ax is not None else _new_axes()
@@ -304,6 +307,7 @@ def plot_privacy_profile(result: Any, ax: Axes | None = None, *, legend: bool = 
             d, e = deltas[keep], eps_lb[keep]
             order = np.argsort(d)[::-1]
             d, e = d[order], e[order]
+            level = f"{float(record.get('confidence', 0.95)):.0%}"
             # Staircase: for eps below e_i the profile exceeds d_i.
             xs = np.concatenate([[0.0], np.repeat(e, 2)])
             ys = np.concatenate([np.repeat(d, 2), [lowest]])
@@ -322,7 +326,7 @@ def plot_privacy_profile(result: Any, ax: Axes | None = None, *, legend: bool = 
                 color=MEASURED_COLOR,
                 linewidth=1.8,
                 drawstyle="default",
-                label="measured lower bound on δ(ε)",
+                label=f"measured lower bound on δ(ε) (each step alone at {level})",
             )
             eps_max = max(eps_max, float(e.max()) * 1.1)
 
@@ -449,7 +453,9 @@ def tradeoff_figure(result: Any) -> Figure:
     plot_tradeoff(record, left, scale="linear", legend=False)
     plot_tradeoff(record, right, scale="log", legend=False)
     _legend_below(fig, left, ncols=3)
-    fig.suptitle(str(record.get("name", "")), fontsize=12, fontweight="bold")
+    # A long audit name wraps onto a few lines instead of running off the figure.
+    title = "\n".join(textwrap.wrap(str(record.get("name", "")), 100)[:3])
+    fig.suptitle(title, fontsize=12, fontweight="bold")
     return fig
 
 

@@ -19,32 +19,41 @@ from dpaudit.reports.tables import (
     index_table,
     parameters_table,
 )
-from dpaudit.reports.text import verdict_sentence
+from dpaudit.reports.text import NO_CLAIM, verdict_label, verdict_sentence
 
 __all__ = ["render_html"]
 
 _CSS = """
-:root { --ink: #1f2328; --muted: #59636e; --line: #d1d9e0; --ok: #1a7f37; --bad: #cf222e; }
+:root { --ink: #1f2328; --muted: #59636e; --line: #d1d9e0; --ok: #1a7f37; --bad: #cf222e;
+        --neutral: #6e7781; }
 * { box-sizing: border-box; }
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: var(--ink);
        margin: 0 auto; max-width: 1180px; padding: 24px 28px 60px; line-height: 1.45; }
 h1 { font-size: 1.6rem; margin: 0 0 4px; }
-h2 { font-size: 1.3rem; margin: 40px 0 6px; padding-top: 14px; border-top: 1px solid var(--line); }
+h2 { font-size: 1.3rem; margin: 40px 0 6px; padding-top: 14px; border-top: 1px solid var(--line);
+     overflow-wrap: anywhere; }
 h3 { font-size: 1.02rem; margin: 18px 0 6px; }
 p.sub { color: var(--muted); margin: 0 0 18px; }
 table { border-collapse: collapse; font-size: 0.88rem; margin: 6px 0 14px; }
 th, td { border: 1px solid var(--line); padding: 4px 9px; text-align: right; }
 th { background: #f6f8fa; font-weight: 600; }
 td.text, th.text { text-align: left; }
+td.name { overflow-wrap: anywhere; min-width: 10em; }
+td.name + td.name { min-width: 17em; }
 td.num { white-space: nowrap; }
 .badge { display: inline-block; padding: 1px 9px; border-radius: 10px; font-weight: 600;
+         white-space: nowrap;
          font-size: 0.85rem; color: white; }
 .badge.consistent { background: var(--ok); }
 .badge.violated { background: var(--bad); }
+.badge.noclaim { background: var(--neutral); }
 .unexpected { color: var(--bad); font-weight: 600; }
 .verdict { font-size: 1.02rem; padding: 10px 14px; border-left: 5px solid var(--ok);
            background: #f0fff4; margin: 8px 0 14px; }
 .verdict.violated { border-left-color: var(--bad); background: #fff5f5; }
+.verdict.noclaim { border-left-color: var(--neutral); background: #f6f8fa; }
+.wide { overflow-x: auto; }
+p.sub, .verdict { overflow-wrap: anywhere; }
 figure { margin: 8px 0; }
 figure img { max-width: 100%; height: auto; border: 1px solid var(--line); }
 .row { display: flex; gap: 14px; flex-wrap: wrap; }
@@ -56,8 +65,30 @@ footer { margin-top: 40px; color: var(--muted); font-size: 0.8rem; }
 """
 
 
+#: Longest text shown in a cell of the summary table; longer names are cut there (the full
+#: name is in the cell's tooltip and in the audit's own section).
+SHORT_TEXT = 90
+
+
 def _esc(value: Any) -> str:
     return html.escape(str(value), quote=True)
+
+
+def _css(label: str) -> str:
+    """CSS class of a verdict label: ``consistent``, ``violated`` or ``noclaim``."""
+    return {"consistent": "consistent", "violated": "violated"}.get(label, "noclaim")
+
+
+def _verdict_of(label: Any) -> str:
+    """The verdict behind a label (an audit with no claim tested is ``"consistent"``)."""
+    return "consistent" if label == NO_CLAIM else str(label)
+
+
+def _short(text: str) -> str:
+    """A text cell, cut to :data:`SHORT_TEXT` characters with the full text as its tooltip."""
+    if len(text) <= SHORT_TEXT:
+        return _esc(text)
+    return f'<span title="{_esc(text)}">{_esc(text[: SHORT_TEXT - 1])}…</span>'
 
 
 def _frame_html(
@@ -71,17 +102,21 @@ def _frame_html(
         cells = []
         for column in frame.columns:
             value = row[column]
-            text = _esc(format_cell(column, value))
             css = "text" if column in text_columns else "num"
+            cell = format_cell(column, value)
+            text = _short(cell) if css == "text" else _esc(cell)
+            if column in ("audit", "mechanism"):
+                css += " name"
             if column == "verdict":
-                text = f'<span class="badge {_esc(value)}">{text}</span>'
-            elif column == "expected" and value != row.get("verdict", value):
+                text = f'<span class="badge {_css(str(value))}">{text}</span>'
+            elif column == "expected" and value != _verdict_of(row.get("verdict", value)):
                 text = f'<span class="unexpected">{text}</span>'
             elif anchors and column == "audit":
                 text = f'<a href="#{_esc(_anchor(value))}">{text}</a>'
             cells.append(f'<td class="{css}">{text}</td>')
         body.append(f"<tr>{''.join(cells)}</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    table = f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    return f'<div class="wide">{table}</div>'
 
 
 def _anchor(name: Any) -> str:
@@ -95,14 +130,14 @@ def _img(png: bytes, alt: str) -> str:
 
 def _section(record: Mapping[str, Any], pngs: Mapping[str, bytes]) -> str:
     name = record.get("name", "audit")
-    verdict = str(record.get("verdict"))
+    label = verdict_label(record)
     parts = [
         f'<h2 id="{_esc(_anchor(name))}">{_esc(name)} '
-        f'<span class="badge {_esc(verdict)}">{_esc(verdict)}</span></h2>'
+        f'<span class="badge {_css(label)}">{_esc(label)}</span></h2>'
     ]
     if record.get("description"):
         parts.append(f'<p class="sub">{_esc(record["description"])}</p>')
-    parts.append(f'<p class="verdict {_esc(verdict)}">{_esc(verdict_sentence(record))}</p>')
+    parts.append(f'<p class="verdict {_css(label)}">{_esc(verdict_sentence(record))}</p>')
     if "tradeoff" in pngs:
         parts.append(_img(pngs["tradeoff"], f"trade-off plane of {name}"))
     row = [_img(pngs[k], f"{k} of {name}") for k in ("profile", "histogram") if k in pngs]
@@ -119,7 +154,7 @@ def _section(record: Mapping[str, Any], pngs: Mapping[str, bytes]) -> str:
     rows = "".join(
         f"<tr><td>{_esc(k)}</td><td>{_esc(v)}</td></tr>" for k, v in parameters_table(record)
     )
-    parts.append(f'<table class="params"><tbody>{rows}</tbody></table>')
+    parts.append(f'<div class="wide"><table class="params"><tbody>{rows}</tbody></table></div>')
     return "\n".join(parts)
 
 
@@ -137,7 +172,10 @@ def render_html(
     """
     violated = sum(1 for r in records if r.get("verdict") == "violated")
     unexpected = sum(1 for r in records if r.get("verdict") != r.get("expect", "consistent"))
+    untested = sum(1 for r in records if verdict_label(r) == NO_CLAIM)
     summary = f"{len(records)} audit{'s' if len(records) != 1 else ''}, {violated} violated"
+    if untested:
+        summary += f", {untested} with {NO_CLAIM}"
     if unexpected:
         summary += f", {unexpected} not as expected"
     index = _frame_html(

@@ -8,22 +8,35 @@ from typing import Any
 import pandas as pd
 
 from dpaudit.reports.tables import bounds_table, format_cell, index_table, parameters_table
-from dpaudit.reports.text import verdict_sentence
+from dpaudit.reports.text import NO_CLAIM, verdict_label, verdict_sentence
 
 __all__ = ["render_markdown"]
 
 
-def _cell(text: str) -> str:
-    """Markdown table cell: pipes escaped, line breaks flattened."""
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+#: Characters that could start Markdown markup, escaped with a backslash in user text.
+_MARKUP = "\\`*_[]#|~!"
+
+#: Characters that could start raw HTML, written as entities (a renderer shows the character).
+_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 
 
 def _inline(text: Any) -> str:
-    """User text in running Markdown: characters that would start markup are escaped."""
-    out = str(text).replace("\n", " ")
-    for ch in "\\`*_[]<>#|":
+    """User text in running Markdown or in a table cell: one line, no markup, no raw HTML.
+
+    Line breaks become spaces; ``&``, ``<`` and ``>`` become HTML entities, so that a name such
+    as ``<script>`` or ``"><svg onload=...>`` is shown as text and never reaches a renderer as
+    HTML; characters that start Markdown markup (emphasis, links, images, code, headings, table
+    pipes) are escaped with a backslash.
+    """
+    out = " ".join(str(text).splitlines())
+    for ch in _MARKUP:
         out = out.replace(ch, "\\" + ch)
-    return out
+    return "".join(_ENTITIES.get(ch, ch) for ch in out)
+
+
+def _cell(text: Any) -> str:
+    """A table cell: escaped as :func:`_inline` (which also escapes the pipes of a table)."""
+    return _inline(text)
 
 
 def _frame_markdown(frame: pd.DataFrame) -> str:
@@ -38,7 +51,7 @@ def _frame_markdown(frame: pd.DataFrame) -> str:
 
 def _section(record: Mapping[str, Any], figures: Mapping[str, str]) -> str:
     name = _inline(record.get("name", "audit"))
-    lines = [f"## {name} — {record.get('verdict')}", ""]
+    lines = [f"## {name} — {verdict_label(record)}", ""]
     if record.get("description"):
         lines += [_inline(record["description"]), ""]
     lines += [f"**{_inline(verdict_sentence(record))}**", ""]
@@ -70,11 +83,14 @@ def render_markdown(
 ) -> str:
     """The Markdown report; ``figures[i]`` maps figure keys of ``records[i]`` to relative paths."""
     violated = sum(1 for r in records if r.get("verdict") == "violated")
+    untested = sum(1 for r in records if verdict_label(r) == NO_CLAIM)
+    summary = f"{len(records)} audit{'s' if len(records) != 1 else ''}, {violated} violated"
+    if untested:
+        summary += f", {untested} with {NO_CLAIM}"
     lines = [
         f"# {_inline(title)}",
         "",
-        f"{len(records)} audit{'s' if len(records) != 1 else ''}, {violated} violated. "
-        "Every bound holds at the confidence stated in its audit.",
+        f"{summary}. Every bound holds at the confidence stated in its audit.",
         "",
         _frame_markdown(index_table(records)),
         "",

@@ -17,7 +17,13 @@ import pandas as pd
 from dpaudit._core.validation import check_nonnegative, check_probability
 from dpaudit.mechanisms.base import METHOD_KINDS, Mechanism
 from dpaudit.reports.records import as_record, from_json_value, tightness_ratio
-from dpaudit.reports.text import claim_label, format_delta, format_number, method_title
+from dpaudit.reports.text import (
+    claim_label,
+    format_delta,
+    format_number,
+    method_title,
+    verdict_label,
+)
 
 __all__ = [
     "bounds_table",
@@ -159,8 +165,9 @@ def parameters_table(result: Any) -> list[tuple[str, str]]:
 def index_table(results: Sequence[Any]) -> pd.DataFrame:
     """One row per audit: name, mechanism, claim, verdict, expectation and headline numbers.
 
-    The headline numbers are taken at the first reported delta: the epsilon lower bound, the
-    claimed epsilon and their ratio.
+    The verdict is shown as :func:`~dpaudit.reports.text.verdict_label` words it (``"no claim
+    tested"`` for an audit without a claim). The headline numbers are taken at the first
+    reported delta: the epsilon lower bound, the claimed epsilon and their ratio.
     """
     rows = []
     for result in results:
@@ -175,7 +182,7 @@ def index_table(results: Sequence[Any]) -> pd.DataFrame:
                 "audit": record.get("name"),
                 "mechanism": record.get("mechanism_name"),
                 "claim": claim_label(record),
-                "verdict": record.get("verdict"),
+                "verdict": verdict_label(record),
                 "expected": record.get("expect", "consistent"),
                 "δ": np.nan if key is None else float(key),
                 "ε lower bound": np.nan if key is None else _value(lower[key]),

@@ -13,6 +13,8 @@ __all__ = [
     "format_probability",
     "format_delta",
     "verdict_sentence",
+    "verdict_label",
+    "NO_CLAIM",
     "claim_label",
     "method_title",
 ]
@@ -58,6 +60,20 @@ def format_delta(key: str | float) -> str:
     """A delta for display: ``0``, ``1e-05`` -> ``1e-05``, ``0.001``."""
     x = float(key)
     return "0" if x == 0 else f"{x:.3g}"
+
+
+#: How an audit without a claim is shown in place of a verdict: it measured lower bounds and
+#: tested nothing, so it gets neither the green of a claim that held nor the red of a refuted one.
+NO_CLAIM = "no claim tested"
+
+
+def verdict_label(record: Mapping[str, Any]) -> str:
+    """The verdict as a report shows it: ``"violated"``, ``"consistent"`` (a claim was tested
+    and held) or :data:`NO_CLAIM` (there was no claim to test)."""
+    verdict = str(record.get("verdict"))
+    if verdict == "consistent" and not record.get("claim"):
+        return NO_CLAIM
+    return verdict
 
 
 def claim_label(record: Mapping[str, Any]) -> str:
@@ -130,7 +146,8 @@ def verdict_sentence(record: Mapping[str, Any]) -> str:
         sentence = f"Violated: {claim} is refuted at {level} confidence."
     elif not record.get("claim"):
         summary = _first_delta_summary(record)
-        sentence = "Consistent: there is no claim to test" + (f"; {summary}." if summary else ".")
+        sentence = "No claim tested: this audit measured lower bounds only"
+        sentence += f"; {summary}." if summary else "."
     else:
         summary = _first_delta_summary(record)
         sentence = f"Consistent: no test refutes {claim} at {level} confidence"

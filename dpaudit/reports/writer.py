@@ -4,14 +4,21 @@ A report directory holds ``index.html`` (self-contained), ``README.md`` with its
 ``figures/``, and ``results.json``. It is built in a temporary sibling directory and renamed into
 place only when complete, so an interrupted or failed write leaves nothing behind (and leaves an
 earlier report at the same place untouched).
+
+The temporary directory is ``.<name>.<random>.<host>-<pid>.tmp`` (and an earlier report being
+replaced briefly ``... .old``). A process killed while writing (``kill -9``) cannot remove it; the
+next write to the same place removes every such directory whose process, on this host, is gone.
+Directories of running writers, of other hosts, and anything else are left alone.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import shutil
+import socket
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -52,23 +59,67 @@ def check_output_directory(path: str | Path) -> None:
         )
 
 
+def _host() -> str:
+    """A short tag of this host, so that writers on other hosts sharing a directory are told
+    apart (their process ids mean nothing here)."""
+    return hashlib.sha256(socket.gethostname().encode("utf-8")).hexdigest()[:6]
+
+
+def _sibling(path: Path, suffix: str) -> Path:
+    """``.<name>.<random>.<host>-<pid>.<suffix>`` beside ``path``."""
+    tag = f"{uuid.uuid4().hex[:12]}.{_host()}-{os.getpid()}"
+    return path.parent / f".{path.name}.{tag}.{suffix}"
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` of this host still exists (assumed so when that cannot be told)."""
+    if os.name != "posix":
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # e.g. another user's process
+        return True
+    return True
+
+
+def _remove_stale(path: Path) -> None:
+    """Remove the temporary directories of writers of ``path`` that were killed (see the module
+    docstring): named as dpaudit names them, from this host, whose process is gone."""
+    pattern = re.compile(
+        rf"^\.{re.escape(path.name)}\.[0-9a-f]{{12}}\.(?P<host>[0-9a-f]{{6}})-(?P<pid>\d+)\."
+        r"(tmp|old)$"
+    )
+    if not path.parent.is_dir():
+        return
+    for entry in path.parent.iterdir():
+        match = pattern.match(entry.name)
+        if match is None or match["host"] != _host() or entry.is_symlink() or not entry.is_dir():
+            continue
+        if int(match["pid"]) != os.getpid() and not _running(int(match["pid"])):
+            shutil.rmtree(entry, ignore_errors=True)
+
+
 @contextmanager
 def atomic_directory(path: str | Path) -> Iterator[Path]:
     """Yield a fresh temporary directory beside ``path``; rename it to ``path`` on success.
 
     On an exception the temporary directory is removed and ``path`` is left as it was. An
     existing ``path`` is replaced only when it is empty or holds a dpaudit report
-    (``results.json``); anything else raises ``ValueError`` before any work is done.
+    (``results.json``); anything else raises ``ValueError`` before any work is done. Temporary
+    directories left beside ``path`` by killed writers are removed first.
     """
     path = Path(path)
     check_output_directory(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".{path.name}.{uuid.uuid4().hex[:12]}.tmp"
+    _remove_stale(path)
+    tmp = _sibling(path, "tmp")
     tmp.mkdir()
     try:
         yield tmp
         if path.exists():
-            old = path.parent / f".{path.name}.{uuid.uuid4().hex[:12]}.old"
+            old = _sibling(path, "old")
             os.replace(path, old)
             os.replace(tmp, path)
             shutil.rmtree(old, ignore_errors=True)

@@ -99,14 +99,42 @@ def test_invalid_arguments(tmp_path):
         store.save("evaluation", 0, {"other": np.zeros(2)})
 
 
-def test_leftover_temporary_files_are_removed_and_corrupt_batches_named(tmp_path):
+def test_leftover_temporary_files_are_removed(tmp_path):
     ChunkStore(tmp_path, {})
     (tmp_path / ".evaluation-000000000000.npz.abc.tmp").write_bytes(b"partial")
-    (tmp_path / "evaluation-000000000000.npz").write_bytes(b"garbage")
-    store = ChunkStore(tmp_path, {})
+    ChunkStore(tmp_path, {})
     assert not list(tmp_path.glob(".*.tmp"))
-    with pytest.raises(ValueError, match="cannot read evaluation-000000000000.npz"):
-        store.load("evaluation", 0)
+
+
+def _damage(path: Path, how: str) -> None:
+    data = path.read_bytes()
+    path.write_bytes({"empty": b"", "truncated": data[: len(data) // 2], "garbage": b"PK\x03"}[how])
+
+
+@pytest.mark.parametrize("how", ["empty", "truncated", "garbage"])
+def test_damaged_batch_and_pilot_files_are_reported_removed_and_left_out(tmp_path, how):
+    store = ChunkStore(tmp_path, {})
+    store.save("evaluation", 0, {"counts": np.ones((2, 3), dtype=np.int64)})
+    store.save("evaluation", 8, {"counts": np.ones((2, 3), dtype=np.int64)})
+    store.save_scores("pilot", 0, np.ones((2, 5)))
+    _damage(tmp_path / "evaluation-000000000008.npz", how)
+    _damage(tmp_path / "pilot-000000000000.npz", how)
+    with pytest.warns(RuntimeWarning) as caught:
+        assert store.finished() == {("evaluation", 0)}
+    messages = [str(w.message) for w in caught]
+    assert len(messages) == 2 and all("\n" not in m for m in messages)
+    assert "evaluation-000000000008.npz is damaged" in messages[0]
+    assert "pilot-000000000000.npz is damaged" in messages[1]
+    assert all("removed and drawn again" in m for m in messages)
+    assert sorted(p.name for p in tmp_path.glob("*.npz")) == ["evaluation-000000000000.npz"]
+    # Damage found when loading (after finished()): reported, removed, None.
+    _damage(tmp_path / "evaluation-000000000000.npz", how)
+    with pytest.warns(RuntimeWarning, match="evaluation-000000000000.npz is damaged"):
+        assert store.load("evaluation", 0) is None
+    store.save_scores("pilot", 1, np.ones((2, 5)))
+    with pytest.warns(RuntimeWarning, match="shape"):
+        assert store.load_scores("pilot", 1, (2, 4)) is None
+    assert not list(tmp_path.glob("*.npz"))
 
 
 # --- the engine with a store ----------------------------------------------------------------
@@ -296,17 +324,17 @@ def test_sigkill_mid_way_then_resume_is_identical(tmp_path):
 
     killed = _run_script(script, str(tmp_path / "killed.json"), str(store))
     deadline = time.monotonic() + 240
-    while len(list(store.glob("*.npz"))) < 4 and time.monotonic() < deadline:
+    while len(list(store.glob("[se]*.npz"))) < 4 and time.monotonic() < deadline:
         time.sleep(0.01)
     os.killpg(killed.pid, signal.SIGKILL)  # the audit and its workers
     killed.wait(timeout=60)
     assert killed.returncode == -signal.SIGKILL
-    done = len(list(store.glob("*.npz")))
+    done = len(list(store.glob("[se]*.npz")))  # selection and evaluation batches
     assert not (tmp_path / "killed.json").exists()
 
     resumed = tmp_path / "resumed.json"
     assert _run_script(script, str(resumed), str(store)).wait(timeout=300) == 0
-    total = len(list(store.glob("*.npz")))
+    total = len(list(store.glob("[se]*.npz")))
     # The kill came mid-way: some but not all batches had been stored.
     assert 4 <= done < total
     assert json.loads(resumed.read_text()) == json.loads(reference.read_text())

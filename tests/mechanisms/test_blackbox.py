@@ -88,6 +88,13 @@ def test_vectorised_numpy_gaussian_equals_the_reference_gaussian():
         (lambda d, rng: float("nan"), False, "NaN"),
         (lambda d, rng: float("inf"), False, "infinite"),
         (lambda d, rng: "abc", False, "not numbers"),
+        # A number written as a string is refused, never read as the number.
+        (lambda d, rng: "1.5", False, "not numbers .*got the string '1.5'"),
+        (lambda d, rng: (1.0, "1.5"), False, "got the string '1.5'"),
+        (lambda d, size, rng: np.array(["1.5"] * size), True, "got the string '1.5'"),
+        (lambda d, rng: None, False, "got NoneType"),
+        (lambda d, rng: np.array([]), False, "empty outputs"),
+        (lambda d, size, rng: np.zeros((size, 0)), True, "empty outputs"),
         (lambda d, size, rng: np.zeros(size + 1), True, "must return 4 outputs"),
         (lambda d, size, rng: 1.0, True, "got a scalar"),
     ],

@@ -20,3 +20,14 @@ def test_witness_point_swaps_for_the_reverse_order():
 def test_tradeoff_figure_renders_a_png(violated_record):
     png = figure_png(tradeoff_figure(violated_record), dpi=40)
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_profile_staircase_says_its_steps_are_single_tests(violated_record):
+    """The delta(eps) staircase is drawn from pointwise bounds, not from the report's
+    simultaneous family: its legend must say each step holds alone, at the audit's level."""
+    from dpaudit.reports.figures import plot_privacy_profile
+
+    ax = plot_privacy_profile(violated_record)
+    labels = [line.get_label() for line in ax.get_lines()]
+    level = f"{violated_record['confidence']:.0%}"
+    assert any(f"each step alone at {level}" in label for label in labels), labels

@@ -20,6 +20,8 @@ from dpaudit.attacks import LikelihoodRatio
 from dpaudit.audit.engine import audit
 from dpaudit.audit.result import AuditResult
 from dpaudit.bounds.gdp import gdp
+from dpaudit.reports.html import render_html
+from dpaudit.reports.markdown import render_markdown
 from dpaudit.reports.records import RESULT_KEYS, delta_key
 from dpaudit.reports.text import format_number, format_probability
 from dpaudit.reports.writer import atomic_directory
@@ -167,7 +169,8 @@ def test_without_claim_or_theory(gaussian_run) -> None:
     assert record["verdict"] == "consistent" and record["witness"] is None
     family = result.verdict(None, record["deltas"])
     assert record["epsilon_lower_bounds"]["1e-05"] == family["epsilon_lower_bounds"]["1e-05"]
-    assert reports.verdict_sentence(record).startswith("Consistent: there is no claim to test")
+    assert reports.verdict_label(record) == "no claim tested"
+    assert reports.verdict_sentence(record).startswith("No claim tested: ")
     assert set(reports.audit_figures(record)) == {"tradeoff", "profile", "histogram"}
     assert list(reports.bounds_table(record).columns) == ["quantity", "lower bound", "ceiling"]
 
@@ -300,12 +303,65 @@ def test_write_produces_a_self_contained_report(written: Path, consistent, viola
     markdown = (out / "README.md").read_text()
     for target in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", markdown):
         assert (out / target).is_file()
-    assert "\\<script\\>" in markdown
+    assert "&lt;script&gt;" in markdown and "<script" not in markdown
 
     document = json.loads((out / "results.json").read_text())
     assert document["dpaudit_version"] == dpaudit.__version__
     assert [a["name"] for a in document["audits"]] == [consistent["name"], violated["name"]]
     assert document["audits"][1]["witness"] == violated["witness"]
+
+
+def test_an_audit_without_a_claim_is_neutral_never_green(consistent: dict) -> None:
+    """No claim, nothing tested: a grey "no claim tested" badge and sentence, in HTML, Markdown
+    and the index table; the stored verdict stays what the engine found."""
+    record = {**consistent, "claim": None, "name": "measured only"}
+    assert record["verdict"] == "consistent"
+    page = render_html([record, consistent], [{}, {}])
+    sections = page.split('<h2 id="audit-measured-only">')[1].split("<h2")[0]
+    assert '<span class="badge noclaim">no claim tested</span>' in sections
+    assert '<p class="verdict noclaim">No claim tested: ' in sections
+    assert "badge consistent" not in sections and "Consistent" not in sections
+    assert "2 audits, 0 violated, 1 with no claim tested" in page
+    # The index: grey badge for the audit without a claim, green for the claim that held.
+    index = page.split("<body>")[1].split("</table>")[0]
+    assert index.count("badge noclaim") == 1 and index.count("badge consistent") == 1
+    assert "unexpected" not in index
+    markdown = render_markdown([record, consistent], [{}, {}])
+    assert "## measured only — no claim tested" in markdown
+    assert "| measured only | " in markdown and "| no claim tested | consistent |" in markdown
+    assert list(reports.index_table([record, consistent])["verdict"]) == [
+        "no claim tested",
+        "consistent",
+    ]
+
+
+_HOSTILE = ("<script>alert(1)</script>", '"><svg onload=alert(1)>', "[x](javascript:alert(1))")
+
+
+@pytest.mark.parametrize("text", _HOSTILE)
+def test_markdown_escapes_user_text_in_table_cells(consistent: dict, text: str) -> None:
+    record = {**consistent, "name": text, "mechanism_name": text, "description": text}
+    markdown = render_markdown([record], [{}])
+    assert "<" not in markdown and ">" not in markdown  # no raw HTML at all
+    assert not re.search(r"(?<!\\)\]\(", markdown)  # no link or image made of user text
+    rows = [line for line in markdown.splitlines() if line.startswith("| ")]
+    # Every row of the index table keeps its ten columns (user text cannot add cells).
+    assert all(len(re.split(r"(?<!\\)\|", row)) == 12 for row in rows[:3])
+    html_page = render_html([record], [{}])
+    assert "<svg" not in html_page and "<script" not in html_page
+
+
+def test_long_names_are_cut_in_the_summary_table(consistent: dict) -> None:
+    """The summary table stays narrow: a long name shows its first characters, the full name is
+    its tooltip and the heading of its section."""
+    long = "BlackBox(" + "my_package.my_module.a_release_function_with_a_long_name:" * 4 + ")"
+    record = {**consistent, "name": "n" * 120, "mechanism_name": long}
+    page = render_html([record], [{}])
+    index = page.split("<body>")[1].split("</table>")[0]
+    assert long not in index.replace(f'title="{long}"', "")
+    assert f'<span title="{long}">{long[:89]}…</span>' in index
+    assert "n" * 120 in page.split("</table>", 1)[1]  # the section's heading
+    assert "overflow-wrap: anywhere" in page
 
 
 def test_write_accepts_a_result(tmp_path: Path, gaussian_run) -> None:
@@ -373,6 +429,52 @@ def test_atomic_directory_replaces_an_earlier_report(tmp_path: Path) -> None:
         (tmp / "results.json").write_text("[]")
     assert (target / "results.json").read_text() == "[]"
     assert [p.name for p in tmp_path.iterdir()] == ["out"]
+
+
+_KILLED_WRITER = """
+import sys, time
+from pathlib import Path
+from dpaudit.reports import writer
+
+with writer.atomic_directory(Path(sys.argv[1])) as tmp:
+    (tmp / "figures").mkdir()
+    (tmp / "figures" / "a.png").write_bytes(b"half a report")
+    print(tmp.name, flush=True)
+    time.sleep(600)
+"""
+
+
+def test_killed_writers_leave_folders_that_the_next_write_removes(tmp_path: Path) -> None:
+    """``kill -9`` during a report write leaves ``.r.<hex>.<host>-<pid>.tmp``; the next write to
+    the same place removes it, and leaves alone what is not a dead dpaudit writer's."""
+    import os
+    import signal
+    import sys
+
+    target = tmp_path / "r"
+    writer_process = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_WRITER, str(target)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+    )
+    left = writer_process.stdout.readline().strip()
+    os.kill(writer_process.pid, signal.SIGKILL)
+    writer_process.wait(timeout=60)
+    writer_process.stdout.close()
+    assert (tmp_path / left / "figures" / "a.png").exists()  # what kill -9 leaves behind
+    host = left.split(".")[-2].split("-")[0]
+    in_use = tmp_path / f".r.{'a' * 12}.{host}-{os.getppid()}.tmp"  # a running process's
+    other_host = tmp_path / f".r.{'b' * 12}.{'0' * 6}-{writer_process.pid}.tmp"
+    lookalike = tmp_path / ".r.user-notes.tmp"
+    for folder in (in_use, other_host, lookalike):
+        folder.mkdir()
+    with atomic_directory(target) as tmp:
+        (tmp / "results.json").write_text("{}")
+    assert not (tmp_path / left).exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["r", in_use.name, other_host.name, lookalike.name]
+    )
 
 
 @pytest.mark.parametrize(

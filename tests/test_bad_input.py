@@ -1,0 +1,372 @@
+"""Inputs nobody should be able to crash dpaudit with: one line on stderr, exit 1, nothing
+written, never a traceback, a hang or lost work.
+
+One test per failure class: specs nested a thousand deep, trial counts and compositions beyond
+the machine, names of thousands of characters, foreign code that raises or exits, foreign code
+that returns strings or nothing, damaged store files, SIGINT during the pilot of a stored run,
+and progress output into a log file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import dpaudit
+from dpaudit import cli, specs
+from dpaudit.audit import limits
+from dpaudit.mechanisms import Gaussian, Mechanism, NeighbouringPair
+
+REPO = Path(__file__).resolve().parents[1]
+
+_GAUSSIAN = '{ kind = "gaussian", sigma = 1.0 }'
+
+
+def _spec(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "spec.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _audit_toml(name: str = "a", mechanism: str = _GAUSSIAN, trials: str = "2000") -> str:
+    return f'[[audit]]\nname = "{name}"\nmechanism = {mechanism}\ntrials = {trials}\n'
+
+
+def _cli(*args: object) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main([str(a) for a in args])
+    return code, out.getvalue(), err.getvalue()
+
+
+def _refused(tmp_path: Path, text: str, *needles: str, extra: tuple = ()) -> str:
+    """``dpaudit run`` on ``text``: exit 1, one line on stderr holding ``needles``, no output."""
+    out = tmp_path / "out"
+    started = time.perf_counter()
+    code, _, err = _cli("run", _spec(tmp_path, text), "-o", out, "--quiet", *extra)
+    assert code == cli.EXIT_USER_ERROR, err
+    assert err.count("\n") == 1 and err.startswith("dpaudit: error: "), err
+    for needle in needles:
+        assert needle in err, err
+    assert not out.exists()
+    # Refused up front, not after a run (the machine is shared: a generous margin).
+    assert time.perf_counter() - started < 60
+    return err
+
+
+# --- specs nested very deeply ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "x = " + "[" * 1000 + "]" * 1000 + "\n",
+        "x = " + "{a = " * 1000 + "1" + "}" * 1000 + "\n",
+        "[" + ".".join(["a"] * 5000) + "]\nx = 1\n",  # dotted tables: parsed, then too deep
+        _audit_toml(mechanism="{ kind = 'gaussian', sigma = " + "[" * 300 + "]" * 300 + " }"),
+    ],
+    ids=["arrays", "tables", "dotted", "in-a-key"],
+)
+def test_deeply_nested_specs_are_one_line(tmp_path: Path, text: str) -> None:
+    _refused(tmp_path, text, "nested more than 64 deep")
+
+
+def test_deeply_nested_python_values_are_refused() -> None:
+    deep: dict = {"kind": "gaussian", "sigma": 1.0}
+    for _ in range(5000):
+        deep = {"kind": "composed", "base": deep, "times": 2}
+    with pytest.raises(specs.SpecError, match="nested more than 64 deep"):
+        specs.build_mechanism(deep)
+    with pytest.raises(specs.SpecError, match="nested more than 64 deep"):
+        specs.parse({"audit": [{"name": "a", "trials": 10, "mechanism": deep}]})
+    code, _, err = _cli("bounds", "gaussian", "--param", "sigma=" + "[" * 1000 + "]" * 1000)
+    assert code == cli.EXIT_USER_ERROR and err.count("\n") == 1 and "nested too deeply" in err
+
+
+# --- what the machine cannot do -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("trials", ["9223372036854775808", "1e19", "1e17"])
+def test_trial_counts_beyond_the_machine_are_refused_up_front(tmp_path: Path, trials) -> None:
+    err = _refused(tmp_path, _audit_toml(trials=trials), "trials = ", "more than this machine")
+    assert f"{limits.max_trials():,}" in err and f"{limits.LONGEST_RUN_DAYS} days" in err
+    if trials.isdigit():  # the command line takes integers only
+        _refused(tmp_path, _audit_toml(), "more than this machine", extra=("--trials", trials))
+
+
+def test_trial_count_limit_is_derived_from_the_machine() -> None:
+    cores = os.cpu_count() or 1
+    seconds = limits.LONGEST_RUN_DAYS * 86_400
+    assert limits.max_trials() == limits.FASTEST_VALUES_PER_SECOND * seconds * cores // 2
+    assert limits.check_trials("trials", limits.max_trials()) == limits.max_trials()
+    with pytest.raises(ValueError, match="trials = .* more than this machine can run"):
+        dpaudit.audit(Gaussian(1.0), trials=limits.max_trials() + 1)
+    with pytest.raises(ValueError, match="selection_trials = "):
+        dpaudit.audit(Gaussian(1.0), trials=10, selection_trials=10**19)
+
+
+def test_composition_nested_30_deep_is_refused_before_drawing(tmp_path: Path) -> None:
+    mechanism = _GAUSSIAN
+    for _ in range(30):  # 2^30 runs of the Gaussian per output
+        mechanism = f'{{ kind = "composed", base = {mechanism}, times = 2 }}'
+    text = _audit_toml("second", mechanism)
+    err = _refused(tmp_path, _audit_toml("first") + text, "audit 2 (second)", "1,073,741,824")
+    assert "of memory" in err
+
+
+def test_a_run_the_pilot_shows_too_slow_is_refused_before_selection(monkeypatch) -> None:
+    """The pilot times the mechanism; a run longer than LONGEST_RUN_DAYS is refused. Here the
+    longest run is made 1 ms, so any run is too long: refused after the pilot, nothing more."""
+    calls = []
+
+    class Counting(Gaussian):
+        def sample(self, dataset, size, rng):
+            calls.append(size)
+            return super().sample(dataset, size, rng)
+
+    # At 1 ms a trial on one worker, 10^9 trials take 11.6 days and 10^12 take 11,574 days.
+    with pytest.raises(ValueError, match=r"about 11,574 days .*1 worker\).* 2,592,000,000 fit"):
+        limits.check_duration("m", 10**12, 1000, 1.0, 1)
+    limits.check_duration("m", 10**9, 1000, 1.0, 1)  # 11.6 days: within 30
+    monkeypatch.setattr(limits, "_SECONDS", 1e-3)
+    with pytest.raises(ValueError, match=r"would take about .* days here .*at most about"):
+        dpaudit.audit(Counting(1.0), trials=10**6, seed=0, chunk_size=4096)
+    pilot = 10**6 // 4  # selection trials; the pilot is the first 2^16 of that much
+    assert sum(calls) == 2 + 2 * min(pilot, 2**16)  # the probe and the pilot, nothing more
+
+
+# --- names ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("length", [2_000, 100_000])
+def test_long_names_are_refused_before_running(tmp_path: Path, length: int) -> None:
+    err = _refused(tmp_path, _audit_toml("n" * length), f"has {length:,} characters", "200")
+    assert len(err) < 400  # the message quotes the name shortened
+
+
+def test_names_with_line_breaks_are_refused(tmp_path: Path) -> None:
+    _refused(tmp_path, _audit_toml("a\\nb"), "printable")
+
+
+# --- foreign code -----------------------------------------------------------------------------
+
+_RELEASES = textwrap.dedent(
+    """
+    import sys
+
+    import numpy as np
+
+    def raises_runtime(dataset, rng):
+        raise RuntimeError("boom")
+
+    def raises_key(dataset, rng):
+        raise KeyError("k")
+
+    def exits(dataset, rng):
+        raise SystemExit(2)
+
+    def exits_later(dataset, rng):
+        if rng.random() < 0.001:
+            sys.exit(3)
+        return rng.normal()
+
+    def number_as_string(dataset, rng):
+        return "1.5"
+
+    def empty(dataset, rng):
+        return np.array([])
+    """
+)
+
+
+@pytest.fixture
+def releases(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    module = f"dpaudit_test_releases_{os.getpid()}"
+    (tmp_path / f"{module}.py").write_text(_RELEASES)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return module
+
+
+def _blackbox(callable_: str) -> str:
+    return (
+        f'{{ kind = "blackbox", callable = "{callable_}", dataset = [0.0], neighbour = [1.0], '
+        'name = "my-release" }'
+    )
+
+
+@pytest.mark.parametrize(
+    ("function", "needles"),
+    [
+        ("raises_runtime", ("raised RuntimeError: boom", "chunk 0")),
+        ("raises_key", ("raised KeyError: 'k'", "chunk 0")),
+        ("exits", ("raised SystemExit: 2", "chunk 0")),
+        ("exits_later", ("raised SystemExit: 3", "pilot chunk 0")),
+        ("number_as_string", ("got the string '1.5'", "chunk 0")),
+        ("empty", ("empty outputs", "chunk 0")),
+        ("sys:exit", ("raised TypeError", "chunk 0")),
+        ("os:getcwd", ("raised TypeError", "chunk 0")),
+    ],
+)
+def test_foreign_code_that_raises_or_exits_is_one_line_naming_mechanism_and_chunk(
+    tmp_path: Path, releases: str, function: str, needles: tuple[str, ...]
+) -> None:
+    target = function if ":" in function else f"{releases}:{function}"
+    text = _audit_toml(mechanism=_blackbox(target)) + 'attack = { kind = "threshold" }\n'
+    _refused(tmp_path, text, "mechanism my-release", *needles)
+
+
+# --- the store --------------------------------------------------------------------------------
+
+_STORED = _audit_toml("g", trials="60_000") + "seed = 3\n"
+
+
+@pytest.mark.parametrize("how", ["empty", "truncated"])
+def test_damaged_store_file_is_one_line_and_drawn_again(tmp_path: Path, how: str) -> None:
+    spec = _spec(tmp_path, _STORED)
+    store = tmp_path / "store"
+    assert _cli("run", spec, "-o", tmp_path / "a", "--quiet", "--store", store)[0] == 0
+    batches = sorted((store / "g").glob("evaluation-*.npz"))
+    pilot = sorted((store / "g").glob("pilot-*.npz"))
+    for path in (batches[1], pilot[0]):
+        data = path.read_bytes()
+        path.write_bytes(b"" if how == "empty" else data[: len(data) // 3])
+    code, _, err = _cli("run", spec, "-o", tmp_path / "b", "--quiet", "--store", store)
+    assert code == cli.EXIT_OK, err
+    lines = err.splitlines()
+    assert len(lines) == 2 and all(line.startswith("dpaudit: warning: store ") for line in lines)
+    assert batches[1].name in err and pilot[0].name in err and "drawn again" in err
+    first, again = (json.loads((tmp_path / d / "results.json").read_text()) for d in "ab")
+    for document in (first, again):
+        document["audits"][0].pop("elapsed_seconds")
+    assert first["audits"] == again["audits"]  # re-drawn, bit for bit
+    assert batches[1].stat().st_size > 0 and pilot[0].stat().st_size > 0
+
+
+class _Interrupting(Mechanism):
+    """N(sum(dataset), 1); a KeyboardInterrupt (Ctrl-C) at call number ``stop``."""
+
+    relation = "add_remove"
+
+    def __init__(self, stop: int | None = None) -> None:
+        self.stop = stop
+        self.calls: list[int] = []
+
+    def sample(self, dataset, size, rng):
+        self.calls.append(size)
+        if len(self.calls) == self.stop:
+            raise KeyboardInterrupt
+        return np.sum(dataset) + rng.normal(0.0, 1.0, size)
+
+    def worst_case_pair(self):
+        return NeighbouringPair(np.zeros(0), np.array([1.0]))
+
+    @property
+    def name(self) -> str:
+        return "Interrupting"
+
+
+def test_interrupted_pilot_is_kept_and_not_drawn_again(tmp_path: Path) -> None:
+    """Ctrl-C in the third pilot chunk: the two finished chunks are in the store, and the
+    resumed audit draws only the rest; its result equals an uninterrupted audit's."""
+    args = dict(
+        trials=20_000,
+        seed=5,
+        chunk_size=4096,
+        selection_trials=3 * 4096,
+        attack=dpaudit.attacks.Threshold(),  # learns nothing: no fit draws before the pilot
+    )
+    plain = _Interrupting()
+    reference = dpaudit.audit(plain, **args)
+    with pytest.raises(KeyboardInterrupt):
+        # Calls: output_shape and the probe, then D and D' of each pilot chunk; stop in chunk 2.
+        dpaudit.audit(_Interrupting(stop=2 + 2 * 2 + 1), store=tmp_path, **args)
+    kept = sorted(p.name for p in tmp_path.glob("*.npz"))
+    assert kept == ["pilot-000000000000.npz", "pilot-000000000001.npz"]
+    resumed_mechanism = _Interrupting()
+    resumed = dpaudit.audit(resumed_mechanism, store=tmp_path, **args)
+    assert len(resumed_mechanism.calls) == len(plain.calls) - 4  # two pilot chunks, two sides
+    out, ref = resumed.to_dict(), reference.to_dict()
+    out.pop("elapsed_seconds"), ref.pop("elapsed_seconds")
+    assert out == ref
+
+
+_SLOW_PILOT = textwrap.dedent(
+    """
+    import time
+
+    import numpy as np
+
+    CALLS = []
+
+    def slow_after_first_pilot_chunk(dataset, size, rng):
+        # Vectorised: one call per dataset and chunk. The probe draws 2 outputs; the first two
+        # larger draws are quick, everything after them slow.
+        if size > 2:
+            CALLS.append(size)
+            if len(CALLS) > 2:
+                time.sleep(60)
+        return np.sum(dataset) + rng.normal(0.0, 1.0, size)
+    """
+)
+
+
+def test_sigint_during_the_pilot_of_a_stored_run_keeps_the_pilot(tmp_path: Path) -> None:
+    """A real Ctrl-C (SIGINT) to ``dpaudit run --store`` during its pilot: one line saying what
+    was kept, exit 130, no report; the finished pilot chunk stays in the store."""
+    (tmp_path / "slow_release.py").write_text(_SLOW_PILOT)
+    spec = _spec(
+        tmp_path,
+        _audit_toml(
+            mechanism='{ kind = "blackbox", callable = "slow_release:slow_after_first_pilot_chunk",'
+            " dataset = [0.0], neighbour = [1.0], vectorised = true }",
+            trials="300_000",
+        )
+        + 'attack = { kind = "threshold" }\nclaim = { kind = "gdp", mu = 1.0 }\n',
+    )
+    store = tmp_path / "store"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])}
+    run = subprocess.Popen(
+        [sys.executable, "-m", "dpaudit.cli", "run", str(spec), "-o", str(tmp_path / "out")]
+        + ["--store", str(store), "--quiet"],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    deadline = time.monotonic() + 120
+    while not list(store.glob("*/pilot-000000000000.npz")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)  # into the slow second pilot chunk
+    run.send_signal(signal.SIGINT)
+    _, err = run.communicate(timeout=30)
+    assert run.returncode == 130, err
+    assert err.count("\n") == 1 and "interrupted; no report written" in err
+    assert "finished work is kept in" in err
+    assert [p.name for p in store.glob("*/*.npz")] == ["pilot-000000000000.npz"]
+    assert not (tmp_path / "out").exists()
+
+
+# --- progress into a log file -------------------------------------------------------------------
+
+
+def test_progress_into_a_log_file_has_no_carriage_returns(tmp_path: Path) -> None:
+    spec = _spec(tmp_path, _audit_toml(trials="20_000"))
+    code, _, err = _cli("run", spec, "-o", tmp_path / "out")  # stderr is not a terminal here
+    assert code == cli.EXIT_OK
+    assert "\r" not in err and err.splitlines() == ["a: consistent"]
+
+
+def test_progress_bar_says_what_it_counts(capsys: pytest.CaptureFixture[str]) -> None:
+    dpaudit.audit(Gaussian(1.0), trials=20_000, selection_trials=10_000, seed=0, progress=True)
+    last = capsys.readouterr().err.split("\r")[-1]
+    assert "(selection + evaluation trials per dataset)" in last and "30.0k/30.0k" in last
