@@ -159,27 +159,24 @@ class AuditResult:
         """``1 - confidence``."""
         return 1.0 - self.confidence
 
+    def _curve(self, counts: np.ndarray, label: str) -> EmpiricalTradeoff:
+        return EmpiricalTradeoff(
+            self.grid.edges,
+            counts[0],
+            counts[1],
+            confidence=self.confidence,
+            name=f"{label}: {self.name}",
+        )
+
     @cached_property
     def tradeoff(self) -> EmpiricalTradeoff:
         """The empirical trade-off curve of the evaluation trials, with its band."""
-        return EmpiricalTradeoff(
-            self.grid.edges,
-            self.counts[0],
-            self.counts[1],
-            confidence=self.confidence,
-            name=f"empirical: {self.name}",
-        )
+        return self._curve(self.counts, "empirical")
 
     @cached_property
     def selection_tradeoff(self) -> EmpiricalTradeoff:
         """The same curve on the selection sample (used only to choose thresholds)."""
-        return EmpiricalTradeoff(
-            self.grid.edges,
-            self.selection_counts[0],
-            self.selection_counts[1],
-            confidence=self.confidence,
-            name=f"selection: {self.name}",
-        )
+        return self._curve(self.selection_counts, "selection")
 
     @cached_property
     def candidates(self) -> np.ndarray:
