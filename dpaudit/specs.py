@@ -970,20 +970,27 @@ def _parse_audit(table: object, index: int, source: str, names: set[str]) -> Aud
     )
 
 
-def parse(data: Mapping[str, Any], *, source: str = "") -> list[AuditSpec]:
-    """Build the audits of a parsed spec document (``{"audit": [ {...}, ... ]}``)."""
+def _tables_of(data: Mapping[str, Any], kind: str, source: str, expected: str) -> list[Any]:
+    """The ``[[<kind>]]`` tables of a parsed spec document, after checking its depth and its
+    top-level keys (``expected`` ends the message on an unknown key)."""
     ctx = _Context(source, "")
     _check_depth(data, ctx)
     for key in data:
         if key not in ("audit", "accountant_audit"):
-            raise ctx.error(key, "unknown top-level key; expected [[audit]] tables only")
-    tables = data.get("audit")
+            raise ctx.error(key, f"unknown top-level key; {expected}")
+    tables = data.get(kind)
     if tables is None:
-        raise ctx.error("audit", "no [[audit]] table found")
+        raise ctx.error(kind, f"no [[{kind}]] table found")
     if not isinstance(tables, list):
         raise ctx.error(
-            "audit", "expected [[audit]] tables (an array of tables), got a single table"
+            kind, f"expected [[{kind}]] tables (an array of tables), got a single table"
         )
+    return tables
+
+
+def parse(data: Mapping[str, Any], *, source: str = "") -> list[AuditSpec]:
+    """Build the audits of a parsed spec document (``{"audit": [ {...}, ... ]}``)."""
+    tables = _tables_of(data, "audit", source, "expected [[audit]] tables only")
     names: set[str] = set()
     return [_parse_audit(table, i, source, names) for i, table in enumerate(tables)]
 
@@ -1014,15 +1021,19 @@ def loads(
         _SPEC_DIRECTORY.reset(token)
 
 
-def load(path: str | Path) -> list[AuditSpec]:
-    """Read audits from a TOML spec file."""
-    path = Path(path)
+def _read_spec_file(path: Path) -> str:
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise SpecError(f"{path}: spec file not found") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecError(f"{path}: cannot read spec file ({exc})") from None
+
+
+def load(path: str | Path) -> list[AuditSpec]:
+    """Read audits from a TOML spec file."""
+    path = Path(path)
+    text = _read_spec_file(path)
     return loads(text, source=str(path), directory=path.resolve().parent)
 
 
@@ -1185,19 +1196,8 @@ def parse_accountant_audits(
 ) -> list[AccountantAuditSpec]:
     """Build the accountant audits of a parsed spec document
     (``{"accountant_audit": [ {...}, ... ]}``; ``[[audit]]`` tables are ignored here)."""
-    ctx = _Context(source, "")
-    _check_depth(data, ctx)
-    for key in data:
-        if key not in ("audit", "accountant_audit"):
-            raise ctx.error(key, "unknown top-level key; expected [[accountant_audit]] tables")
-    tables = data.get("accountant_audit")
-    if tables is None:
-        raise ctx.error("accountant_audit", "no [[accountant_audit]] table found")
-    if not isinstance(tables, list):
-        raise ctx.error(
-            "accountant_audit",
-            "expected [[accountant_audit]] tables (an array of tables), got a single table",
-        )
+    expected = "expected [[accountant_audit]] tables"
+    tables = _tables_of(data, "accountant_audit", source, expected)
     names: set[str] = set()
     return [_parse_accountant_audit(t, i, source, names) for i, t in enumerate(tables)]
 
@@ -1205,10 +1205,5 @@ def parse_accountant_audits(
 def load_accountant_audits(path: str | Path) -> list[AccountantAuditSpec]:
     """Read the ``[[accountant_audit]]`` tables of a TOML spec file."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SpecError(f"{path}: spec file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError(f"{path}: cannot read spec file ({exc})") from None
+    text = _read_spec_file(path)
     return parse_accountant_audits(_toml(text, str(path)), source=str(path))
