@@ -23,6 +23,7 @@ __all__ = [
     "check_array_in_unit_interval",
     "check_eps_array",
     "scalar_like",
+    "as_float_array",
 ]
 
 
@@ -96,6 +97,15 @@ def check_choice(name: str, value: object, choices: tuple[str, ...] | list[str])
     if not isinstance(value, str) or value not in choices:
         raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}; got {value!r}")
     return value
+
+
+def as_float_array(name: str, value: object, expected: str = "an array of numbers") -> np.ndarray:
+    """Return ``value`` as a float array; a value that is not numeric raises ``ValueError``
+    saying that ``name`` must be ``expected`` (e.g. ``"a vector of query answers"``)."""
+    try:
+        return np.asarray(value, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be {expected}, got {type(value).__name__}") from exc
 
 
 def check_array_in_unit_interval(name: str, value: object) -> np.ndarray:

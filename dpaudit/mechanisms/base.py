@@ -19,6 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from dpaudit._core.validation import (
+    as_float_array,
     check_choice,
     check_integer,
     check_positive,
@@ -289,11 +290,7 @@ def check_rng(rng: object) -> np.random.Generator:
 def as_records(dataset: object, name: str = "dataset") -> np.ndarray:
     """Return ``dataset`` as a float array of records: shape ``(n,)`` (scalar records) or
     ``(n, d)`` (vector records), every entry finite. Anything else raises ``ValueError``."""
-    try:
-        records = np.asarray(dataset, dtype=float)
-    except (TypeError, ValueError) as exc:
-        kind = type(dataset).__name__
-        raise ValueError(f"{name} must be an array of numbers, got {kind}") from exc
+    records = as_float_array(name, dataset)
     if records.ndim not in (1, 2):
         raise ValueError(
             f"{name} must have shape (n,) or (n, d) (axis 0 = records), got shape {records.shape}"

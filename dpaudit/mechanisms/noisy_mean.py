@@ -46,6 +46,7 @@ import numpy as np
 from scipy import stats
 
 from dpaudit._core.validation import (
+    as_float_array,
     check_choice,
     check_integer,
     check_positive,
@@ -212,11 +213,7 @@ class NoisyMean(Mechanism):
             self.scale = check_positive("scale", l1 / check_positive("eps", eps))
 
     def _check_population(self, population: object) -> np.ndarray:
-        try:
-            p = np.asarray(population, dtype=float)
-        except (TypeError, ValueError) as exc:
-            kind = type(population).__name__
-            raise ValueError(f"population must be an array of d numbers, got {kind}") from exc
+        p = as_float_array("population", population, "an array of d numbers")
         if p.shape != (self.d,):
             raise ValueError(f"population must have shape ({self.d},), got {p.shape}")
         if np.isnan(p).any() or (p < -1).any() or (p > 1).any():

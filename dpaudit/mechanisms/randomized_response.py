@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from dpaudit._core.validation import check_integer, check_positive
+from dpaudit._core.validation import as_float_array, check_integer, check_positive
 from dpaudit.bounds import pld as pld_lib
 from dpaudit.bounds import tradeoff
 from dpaudit.bounds.rdp import DEFAULT_ORDERS, RDPCurve, rdp_randomized_response
@@ -93,11 +93,7 @@ class RandomizedResponse(Mechanism):
 
     def _records(self, dataset: object) -> np.ndarray:
         """Validate ``dataset``: a 1-d array of integer categories in ``[0, k)``."""
-        try:
-            values = np.asarray(dataset, dtype=float)
-        except (TypeError, ValueError) as exc:
-            kind = type(dataset).__name__
-            raise ValueError(f"dataset must be an array of categories, got {kind}") from exc
+        values = as_float_array("dataset", dataset, "an array of categories")
         if values.ndim != 1:
             raise ValueError(
                 f"dataset must have shape (n,) (one category per record), got {values.shape}"
