@@ -332,6 +332,25 @@ def test_dwork_roth_sparse_vector_structure():
     assert np.all(codes[later] == -1)
 
 
+@pytest.mark.parametrize("name", ["svt", "svt_lee_clifton", "svt_no_cutoff", "svt_dwork_roth"])
+def test_sparse_vector_answer_pattern_is_one_category_per_pattern(name):
+    mech = flawed(name)
+    pair = mech.worst_case_pair()
+    codes = mech.sample(pair.d, 20_000, _rng(21))
+    pattern = mech.features(pair)(codes)
+    assert pattern.shape == (codes.shape[0],)
+    # equal patterns give equal categories and distinct ones distinct categories
+    _, by_row = np.unique(codes, axis=0, return_inverse=True)
+    _, by_pattern = np.unique(pattern, return_inverse=True)
+    pairs = np.unique(np.c_[by_row.ravel(), by_pattern.ravel()], axis=0)
+    assert len(pairs) == by_row.max() + 1 == by_pattern.max() + 1 > 1
+
+
+def test_sparse_vector_with_noisy_values_has_no_pattern_statistic():
+    mech = flawed("svt_outputs_noisy_value")
+    assert mech.features(mech.worst_case_pair()) is None
+
+
 # ----------------------------------------------------------------------------- Laplace variants
 
 
@@ -390,6 +409,8 @@ def test_benchmark_flags_broken_mechanisms_and_spares_correct_ones():
     )
     assert list(frame["name"]) == names
     assert (frame["flagged"] == ~frame["correct"]).all()
+    # one test: the verdict is the certified bound read against the claim
+    assert (frame["flagged"] == (frame["certified"] > frame["claimed_epsilon"])).all()
     # every certified bound lies below the proven upper bound on the true eps
     assert (frame["certified"] <= frame["true_upper"] + 1e-9).all()
     # the eps = 10 leak is certified far beyond log(0.99/0.01) = 4.6
