@@ -50,7 +50,12 @@ import numpy as np
 
 from dpaudit import attacks, mechanisms
 from dpaudit._core.jsonvalues import to_json_value
-from dpaudit._core.validation import check_choice, check_integer, check_probability
+from dpaudit._core.validation import (
+    check_choice,
+    check_integer,
+    check_n_jobs,
+    check_probability,
+)
 from dpaudit.attacks.base import Attack
 from dpaudit.audit.accountant import AccountantAuditSpec
 from dpaudit.audit.engine import audit
@@ -824,7 +829,7 @@ class AuditSpec:
         if seed is not None:
             changes["seed"] = check_integer("seed", seed, minimum=0)
         if n_jobs is not None:
-            changes["n_jobs"] = _check_n_jobs(n_jobs)
+            changes["n_jobs"] = check_n_jobs("n_jobs", n_jobs)
         if not changes:
             return self
         return dataclasses.replace(self, table={**self.table, **changes}, **changes)
@@ -857,13 +862,6 @@ class AuditSpec:
             progress=progress,
             store=store,
         )
-
-
-def _check_n_jobs(value: object) -> int:
-    n_jobs = check_integer("n_jobs", value, minimum=-1)
-    if n_jobs == 0:
-        raise ValueError("n_jobs must be a positive integer or -1 (all cores), got 0")
-    return n_jobs
 
 
 def _open_table(
@@ -922,7 +920,7 @@ def _run_settings(
         "confidence": _check_key(
             values, ctx, "confidence", check_probability, low_open=True, high_open=True
         ),
-        "n_jobs": None if n_jobs is None else _call(ctx, "n_jobs", _check_n_jobs, n_jobs),
+        "n_jobs": None if n_jobs is None else _check_key(values, ctx, "n_jobs", check_n_jobs),
     }
 
 

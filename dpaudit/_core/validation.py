@@ -20,6 +20,7 @@ __all__ = [
     "check_probability",
     "check_integer",
     "check_choice",
+    "check_n_jobs",
     "check_array_in_unit_interval",
     "check_eps_array",
     "scalar_like",
@@ -99,6 +100,18 @@ def check_choice(name: str, value: object, choices: tuple[str, ...] | list[str])
     return value
 
 
+def check_n_jobs(name: str, value: object) -> int:
+    """Return ``value`` as a number of parallel workers: a positive integer, or -1 for all
+    cores."""
+    try:
+        out = check_integer(name, value, minimum=-1)
+    except ValueError:
+        out = 0
+    if out == 0:
+        raise ValueError(f"{name} must be a positive integer or -1 (all cores), got {value!r}")
+    return out
+
+
 def as_float_array(name: str, value: object, expected: str = "an array of numbers") -> np.ndarray:
     """Return ``value`` as a float array; a value that is not numeric raises ``ValueError``
     saying that ``name`` must be ``expected`` (e.g. ``"a vector of query answers"``)."""
@@ -111,8 +124,12 @@ def as_float_array(name: str, value: object, expected: str = "an array of number
 def check_array_in_unit_interval(name: str, value: object) -> np.ndarray:
     """Return ``value`` as a float array with every entry in [0, 1] (no NaN)."""
     out = np.asarray(value, dtype=float)
-    if np.isnan(out).any() or (out < 0).any() or (out > 1).any():
-        raise ValueError(f"{name} must lie in [0, 1] (no NaN); got values outside it")
+    outside = np.isnan(out) | (out < 0) | (out > 1)
+    if outside.any():
+        raise ValueError(
+            f"{name} must lie in [0, 1] (no NaN); got values outside it, such as "
+            f"{float(out[outside].flat[0])!r}"
+        )
     return out
 
 

@@ -45,7 +45,12 @@ import numpy as np
 from scipy import stats
 from scipy.special import expit, ndtr, ndtri
 
-from dpaudit._core.validation import check_choice, check_integer, check_probability
+from dpaudit._core.validation import (
+    check_choice,
+    check_integer,
+    check_nonnegative,
+    check_probability,
+)
 from dpaudit.bounds.gdp import gdp_epsilon
 from dpaudit.bounds.pld import poisson_subsampled_gaussian
 from dpaudit.bounds.tradeoff import TradeoffCurve
@@ -85,8 +90,7 @@ def simulate_one_run(
     Returns ``(scores, included)``.
     """
     m = check_integer("m", m, minimum=1)
-    if not (np.isfinite(mu) and mu >= 0):
-        raise ValueError(f"mu must be finite and >= 0, got {mu!r}")
+    mu = check_nonnegative("mu", mu)
     p = check_probability("p", p)
     rng = np.random.default_rng(seed)
     included = (rng.random(m) < p).astype(np.int8)
