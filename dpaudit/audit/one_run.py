@@ -45,6 +45,7 @@ import numpy as np
 from scipy import stats
 from scipy.special import expit, ndtr, ndtri
 
+from dpaudit._core.jsonvalues import to_json_value
 from dpaudit._core.validation import (
     check_choice,
     check_integer,
@@ -306,13 +307,17 @@ class OneRunResult:
         return self._eps(self.ceiling, self.delta)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready record, with ``eps`` at ``delta`` and its ceiling."""
-        return {
-            **{k: (None if v == math.inf else v) for k, v in asdict(self).items()},
-            "epsilon_lower_bound": self.epsilon_lower_bound(),
-            "epsilon_ceiling": self.epsilon_ceiling(),
-            "label": "lower bound" if self.corrected else "estimate (uncorrected sweep)",
-        }
+        """JSON-ready record, with ``eps`` at ``delta`` and its ceiling; an infinite value (a
+        ``sigma`` bound when no noise multiplier is rejected) is the string ``"inf"``, as in
+        every results file."""
+        return to_json_value(
+            {
+                **asdict(self),
+                "epsilon_lower_bound": self.epsilon_lower_bound(),
+                "epsilon_ceiling": self.epsilon_ceiling(),
+                "label": "lower bound" if self.corrected else "estimate (uncorrected sweep)",
+            }
+        )
 
     def to_json(self, indent: int | None = None) -> str:
         """:meth:`to_dict` as strict JSON."""
