@@ -307,16 +307,16 @@ class OneRunResult:
         return self._eps(self.ceiling, self.delta)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready record, with ``eps`` at ``delta`` and its ceiling; an infinite value (a
-        ``sigma`` bound when no noise multiplier is rejected) is the string ``"inf"``, as in
-        every results file."""
+        """JSON-ready record, with ``eps`` at ``delta`` and its ceiling; a value that is not
+        finite (a ``sigma`` bound when no noise multiplier is rejected) is ``None``."""
         return to_json_value(
             {
                 **asdict(self),
                 "epsilon_lower_bound": self.epsilon_lower_bound(),
                 "epsilon_ceiling": self.epsilon_ceiling(),
                 "label": "lower bound" if self.corrected else "estimate (uncorrected sweep)",
-            }
+            },
+            nonfinite="null",
         )
 
     def to_json(self, indent: int | None = None) -> str:

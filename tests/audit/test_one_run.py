@@ -170,8 +170,8 @@ def test_subsampled_gaussian_family_at_rate_one_is_the_gaussian():
         audit_one_run(s, z, family="subsampled_gaussian")
 
 
-def test_infinite_values_are_written_as_in_every_results_file():
-    """A ``sigma`` bound of ``inf`` (no noise multiplier rejected) is the string ``"inf"`` of the
+def test_values_that_are_not_finite_are_null():
+    """A ``sigma`` bound of ``inf`` (no noise multiplier rejected) is written as ``null`` by the
     one JSON converter, and the record is strict JSON."""
     r = OneRunResult(
         method="fdp",
@@ -191,5 +191,5 @@ def test_infinite_values_are_written_as_in_every_results_file():
         steps=10,
     )
     record = json.loads(r.to_json())
-    assert record["bound"] == record["ceiling"] == "inf"
+    assert record["bound"] is None and record["ceiling"] is None
     assert record["epsilon_lower_bound"] == 0.0
