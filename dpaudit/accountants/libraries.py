@@ -46,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from dpaudit._core.validation import check_choice
 from dpaudit.accountants.claims import Claim
 from dpaudit.mechanisms.base import Mechanism
 from dpaudit.mechanisms.composed import Composed
@@ -102,9 +103,7 @@ def installed(name: str) -> bool:
 
 
 def _package(name: str) -> str | None:
-    if name not in PACKAGES:
-        raise ValueError(f"accountant must be one of {', '.join(map(repr, NAMES))}; got {name!r}")
-    return PACKAGES[name]
+    return PACKAGES[check_choice("accountant", name, NAMES)]
 
 
 # --------------------------------------------------------------------------------------- steps
