@@ -15,6 +15,7 @@ from dpaudit import cli
 from dpaudit import mechanisms as mech
 from dpaudit.attacks import LikelihoodRatio, Threshold
 from dpaudit.audit.backends import backend, check_scheduler
+from dpaudit.audit.confidence import clopper_pearson_upper
 from dpaudit.audit.one_run import simulate_one_run
 from dpaudit.audit.store import ChunkStore
 from dpaudit.bounds.gdp import gdp, gdp_epsilon
@@ -107,6 +108,11 @@ CASES = [
         "delta must lie in [0, 1] (no NaN); got values outside it, such as nan",
     ),
     ("one-run mu", lambda: simulate_one_run(10, -1.0), "mu must be in [0, inf), got -1.0"),
+    (
+        "Clopper-Pearson gamma",
+        lambda: clopper_pearson_upper(1, 10, [0.05, 1.0]),
+        "gamma must lie in (0, 1) (no NaN); got values outside it, such as 1.0",
+    ),
     (
         "spec n_jobs",
         lambda: dpaudit.specs.suite()[0].with_overrides(n_jobs=-3),
