@@ -34,7 +34,10 @@ REPO = HERE.parent
 
 #: Arguments per script (name without ``bench_`` and ``.py``): the full run, and ``--quick``.
 ARGUMENTS: dict[str, tuple[list[str], list[str]]] = {
-    "engine": (["--trials", "20000000", "--repeat", "3"], ["--trials", "4000000", "--repeat", "1"]),
+    "engine": (
+        ["--trials", "100000000", "--repeat", "2"],
+        ["--trials", "4000000", "--repeat", "1"],
+    ),
     "accountant": (["--repeats", "1"], ["--intervals", "1e-4", "--repeats", "1"]),
     "dpsgd": (["--only", "throughput"], ["--only", "throughput", "--runs", "4096"]),
     "flawed": (["--trials", "1000000"], ["--trials", "100000"]),

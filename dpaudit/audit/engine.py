@@ -8,8 +8,9 @@ The way data flows (docs/architecture.md#data-flow):
 3. **Selection** and **evaluation**: trials are cut into chunks; chunk ``i`` of stream ``k`` draws
    from ``numpy.random.default_rng(SeedSequence(seed, spawn_key=(k, i)))``, samples under ``D`` and
    under ``D_prime`` (one ``sample`` call each), scores both (one ``score`` call each) and keeps
-   only counts per grid bin, plus, when the score is the exact privacy loss, the per-bin sums of
-   :mod:`dpaudit.audit.privacy_loss`. Memory is O(bins), never O(trials).
+   only counts per grid bin, plus, when asked for (``privacy_loss=True``) and the score is the
+   exact privacy loss, the per-bin sums of :mod:`dpaudit.audit.privacy_loss`. Memory is
+   O(bins), never O(trials).
 4. Chunks are grouped into batches of a fixed size that depends only on the chunk size and the
    output size, never on the number of workers; batches run through ``joblib.Parallel`` (the
    backend is whatever ``joblib.parallel_config`` selects) and are summed in batch order. The
@@ -604,6 +605,7 @@ def audit(
     bins: int | None = None,
     progress: bool | None = None,
     store: str | os.PathLike[str] | None = None,
+    privacy_loss: bool = False,
 ) -> AuditResult:
     """Audit ``mechanism`` on a neighbouring pair by Monte Carlo.
 
@@ -654,6 +656,13 @@ def audit(
         batches are saved there, and an audit restarted with the same arguments and directory
         resumes from them with an identical result. A directory written by another audit is
         refused; a damaged file in it is reported (a ``RuntimeWarning``) and drawn again.
+    privacy_loss:
+        Also keep the per-bin sums of the privacy loss that
+        :meth:`~dpaudit.audit.result.AuditResult.delta_estimate` reads (an estimate, never a
+        bound). Needs an attack whose score is the exact privacy loss of ``mechanism`` on
+        ``pair`` (:class:`~dpaudit.attacks.LikelihoodRatio`). Off by default: the sums cost an
+        exponential and two weighted counts per output, about a third of the engine's own work,
+        for a number no bound uses.
     """
     started = time.perf_counter()
     trials = check_trials("trials", trials)
@@ -666,6 +675,8 @@ def audit(
     selection_trials = check_trials("selection_trials", selection_trials, minimum=2)
     bins = default_bins(trials) if bins is None else check_integer("bins", bins, minimum=2)
     _check_run_options(n_jobs, progress, store)
+    if not isinstance(privacy_loss, bool):
+        raise ValueError(f"privacy_loss must be True or False, got {privacy_loss!r}")
     if not callable(getattr(mechanism, "sample", None)):
         raise ValueError(
             f"mechanism must offer sample(dataset, size, rng), got {type(mechanism).__name__}"
@@ -687,6 +698,11 @@ def audit(
         and getattr(attack, "mechanism", mechanism) is mechanism
         and _same_pair(getattr(attack, "pair", pair), pair)
     )
+    if privacy_loss and not exact:
+        raise ValueError(
+            f"privacy_loss=True needs an attack whose score is the exact privacy loss of the "
+            f"mechanism on this pair (LikelihoodRatio), got {attack.name}"
+        )
 
     sorted_fixed = None if fixed is None else np.sort(fixed)
     # The pilot's job: a placeholder grid, replaced by the one the pilot fixes.
@@ -697,7 +713,7 @@ def audit(
         ScoreGrid("discrete", np.zeros(1)),
         seed,
         chunk_size,
-        exact,
+        privacy_loss,
         sorted_fixed,
         output_shape,
     )
@@ -747,7 +763,7 @@ def audit(
         grid=grid,
         counts=evaluation.counts,
         selection_counts=totals["selection"].counts,
-        privacy_loss=_privacy_loss(evaluation, grid) if exact else None,
+        privacy_loss=_privacy_loss(evaluation, grid) if privacy_loss else None,
         fixed_thresholds=fixed,
         fixed_counts=None if fixed is None else _fixed_counts(evaluation, fixed),
         chunk_size=chunk_size,

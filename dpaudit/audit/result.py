@@ -404,14 +404,15 @@ class AuditResult:
     def delta_estimate(self, eps: float | np.ndarray) -> dict[str, Any]:
         """Monte Carlo ``delta(eps)`` with an empirical Bernstein interval, both pair orders.
 
-        Only when the score is the exact privacy loss of the audited mechanism on this pair
-        (:class:`~dpaudit.attacks.LikelihoodRatio`); see
+        Only for audits run with ``privacy_loss=True``, whose score is the exact privacy loss of
+        the audited mechanism on this pair (:class:`~dpaudit.attacks.LikelihoodRatio`); see
         :meth:`dpaudit.audit.privacy_loss.PrivacyLossStatistics.delta`.
         """
         if self.privacy_loss is None:
             raise ValueError(
-                "delta_estimate needs an attack whose score is the exact privacy loss of the "
-                "audited mechanism on this pair (LikelihoodRatio); this result has none"
+                "delta_estimate needs the privacy-loss sums of an audit run with "
+                "privacy_loss=True and an attack whose score is the exact privacy loss "
+                "(LikelihoodRatio); this result has none"
             )
         return self.privacy_loss.delta(eps, self.confidence)
 

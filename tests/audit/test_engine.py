@@ -76,7 +76,9 @@ def replay_counts(result, mechanism, attack, stream="evaluation", total=None, re
 
 def test_same_seed_is_bit_identical_for_one_and_two_workers():
     mech = Gaussian(1.0)
-    kwargs = dict(trials=120_000, seed=7, chunk_size=2048, selection_trials=20_000)
+    kwargs = dict(
+        trials=120_000, seed=7, chunk_size=2048, selection_trials=20_000, privacy_loss=True
+    )
     one = dpaudit.audit(mech, n_jobs=1, **kwargs)
     two = dpaudit.audit(mech, n_jobs=2, **kwargs)
     np.testing.assert_array_equal(one.counts, two.counts)
@@ -144,8 +146,10 @@ def test_without_density_the_default_is_the_delta_leak_attack_for_any_output_sha
     assert result.metadata["attack"]["class"] == "DeltaLeak"
     assert result.metadata["attack"]["default"] is True
     assert result.privacy_loss is None
-    with pytest.raises(ValueError, match="exact privacy loss"):
+    with pytest.raises(ValueError, match="privacy_loss=True"):
         result.delta_estimate(0.5)
+    with pytest.raises(ValueError, match="privacy_loss=True needs .* exact privacy loss"):
+        dpaudit.audit(NoDensityShift(), trials=100, seed=0, privacy_loss=True)
     vector = dpaudit.audit(NoDensityShift(width=3), trials=2000, seed=0)
     assert vector.attack.name.startswith("DeltaLeak(Learned(")
     explicit = dpaudit.audit(NoDensityShift(width=3), attack=Threshold(0), trials=2000, seed=0)
@@ -157,6 +161,10 @@ def test_likelihood_ratio_of_another_mechanism_is_not_an_exact_privacy_loss():
     reference = Gaussian(1.0)
     result = dpaudit.audit(audited, attack=LikelihoodRatio(reference), trials=2000, seed=0)
     assert result.privacy_loss is None
+    with pytest.raises(ValueError, match="privacy_loss=True needs"):
+        dpaudit.audit(
+            audited, attack=LikelihoodRatio(reference), trials=100, seed=0, privacy_loss=True
+        )
     assert result.metadata["attack"]["exact_privacy_loss"] is False
     # The score is still a valid test: it orders outputs exactly like the optimal one.
     assert result.mu_lower_bound() > 0.5
@@ -198,6 +206,7 @@ def test_progress_bar_goes_to_stderr(capsys):
         (dict(trials=10, chunk_size=0), "chunk_size"),
         (dict(trials=10, selection_trials=1), "selection_trials"),
         (dict(trials=10, progress="yes"), "progress"),
+        (dict(trials=10, privacy_loss="yes"), "privacy_loss"),
     ],
 )
 def test_wrong_arguments_raise_naming_the_parameter(kwargs, message):
@@ -229,10 +238,17 @@ def test_audit_is_both_the_function_and_the_subpackage():
 def test_pair_defaults_to_the_attacks_own_pair():
     mech = Gaussian(1.0)
     swapped = mech.worst_case_pair().swapped()
-    result = dpaudit.audit(mech, attack=LikelihoodRatio(mech, swapped), trials=2000, seed=0)
+    attack = LikelihoodRatio(mech, swapped)
+    result = dpaudit.audit(mech, attack=attack, trials=2000, seed=0, privacy_loss=True)
     np.testing.assert_array_equal(result.pair.d, swapped.d)
     assert result.privacy_loss is not None
-    assert dpaudit.audit(mech, trials=2000, seed=0).pair.d.size == 0
+    default = dpaudit.audit(mech, trials=2000, seed=0)
+    assert default.pair.d.size == 0
+    # The privacy-loss sums are kept only when asked for; the counts do not depend on it.
+    assert default.privacy_loss is None
+    assert default.metadata["attack"]["exact_privacy_loss"] is True
+    with_sums = dpaudit.audit(mech, trials=2000, seed=0, privacy_loss=True)
+    np.testing.assert_array_equal(default.counts, with_sums.counts)
 
 
 @pytest.mark.parametrize(
@@ -240,7 +256,7 @@ def test_pair_defaults_to_the_attacks_own_pair():
     [Gaussian(1e-3), Gaussian(1e3), RandomizedResponse(30.0), RandomizedResponse(1e-6)],
 )
 def test_extreme_parameters_give_finite_monotone_numbers(mechanism):
-    result = dpaudit.audit(mechanism, trials=5000, seed=0)
+    result = dpaudit.audit(mechanism, trials=5000, seed=0, privacy_loss=True)
     bounds = [result.mu_lower_bound(), result.epsilon_lower_bound(0.0)]
     bounds.append(result.epsilon_lower_bound(1e-5))
     assert all(np.isfinite(b) and b >= 0 for b in bounds)
@@ -253,7 +269,7 @@ def test_extreme_parameters_give_finite_monotone_numbers(mechanism):
 
 
 def test_a_single_trial_gives_trivial_but_valid_answers():
-    result = dpaudit.audit(Gaussian(1.0), trials=1, seed=0)
+    result = dpaudit.audit(Gaussian(1.0), trials=1, seed=0, privacy_loss=True)
     assert result.mu_lower_bound() == 0.0 and result.epsilon_lower_bound(0.0) == 0.0
     out = result.delta_estimate(0.5)
     assert out["lower"] == 0.0 and out["upper"] == 1.0

@@ -18,7 +18,7 @@ from dpaudit.mechanisms import Gaussian, Laplace, RandomizedResponse
 
 @pytest.fixture(scope="module")
 def gaussian_result():
-    return dpaudit.audit(Gaussian(1.0), trials=200_000, seed=0)
+    return dpaudit.audit(Gaussian(1.0), trials=200_000, seed=0, privacy_loss=True)
 
 
 def test_witness_numbers_are_consistent(gaussian_result):
@@ -168,8 +168,8 @@ def test_both_orders_of_the_pair(mechanism):
     # Laplace pair the audit also finds the floating-point leak of the implementation (outputs
     # 1 + z and z differ in their last bits), which legitimately pushes eps far above 1.
     pair = mechanism.worst_case_pair()
-    forward = dpaudit.audit(mechanism, pair, trials=200_000, seed=4)
-    backward = dpaudit.audit(mechanism, pair.swapped(), trials=200_000, seed=5)
+    forward = dpaudit.audit(mechanism, pair, trials=200_000, seed=4, privacy_loss=True)
+    backward = dpaudit.audit(mechanism, pair.swapped(), trials=200_000, seed=5, privacy_loss=True)
     for result in (forward, backward):
         assert result.mu_lower_bound() > 0.95
         assert result.epsilon_lower_bound(1e-5) > (0.95 if isinstance(mechanism, Laplace) else 2.5)

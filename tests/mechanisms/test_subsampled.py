@@ -365,7 +365,7 @@ def test_subsampled_randomized_response_audit_band_contains_the_exact_curve():
     probability at most 5%; fixed seed)."""
     eps0, rate = 2.0, 0.1
     mech = PoissonSubsampled(RandomizedResponse(eps0), rate)
-    result = dpaudit.audit(mech, trials=200_000, seed=0)
+    result = dpaudit.audit(mech, trials=200_000, seed=0, privacy_loss=True)
     for eps in (0.1, 0.3):
         pq, qp = _exact_rr_deltas(eps0, rate, 1, eps)
         est = result.delta_estimate(eps)
