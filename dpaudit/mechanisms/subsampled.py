@@ -52,6 +52,7 @@ from dpaudit.bounds.rdp import (
     rdp_laplace,
     rdp_poisson_subsampled,
     rdp_poisson_subsampled_gaussian,
+    rdp_poisson_subsampled_reverse,
 )
 from dpaudit.mechanisms.base import (
     AdditiveNoiseMechanism,
@@ -299,6 +300,28 @@ class _Subsampled(Mechanism):
         return p / p.sum(), p_prime / p_prime.sum()
 
     @property
+    def _generic_rdp(self) -> bool:
+        """Whether the base's own RDP curve bounds the pair of the reference against any other
+        record, so that :meth:`rdp` can subsample it: the base has an RDP curve and either
+        replaces one record (``replace_one``: the reference and the record are neighbours) or,
+        under Poisson sampling (``add_remove``), is a composition of noisy sum queries with the
+        zero record as reference (a zero record is the same as no record, so reference against
+        record is an add/remove pair). Fixed-size sampling of an ``add_remove`` base would need
+        the base's replace-one curve, which it does not state."""
+        if self.summed or "rdp" not in self.base.theory_methods:
+            return False
+        if self.base.relation == "replace_one":
+            return True
+        atoms = self._composed_atoms()
+        poisson = type(self).relation == "add_remove"  # the sampling scheme's own relation
+        return (
+            poisson
+            and atoms is not None
+            and all(isinstance(m, AdditiveNoiseMechanism) for m, _ in atoms)
+            and not np.any(self.reference)
+        )
+
+    @property
     def _has_theory(self) -> bool:
         if isinstance(self.base, Laplace | RandomizedResponse):
             return True
@@ -307,9 +330,11 @@ class _Subsampled(Mechanism):
     def _require_theory(self) -> None:
         if not self._has_theory:
             raise ValueError(
-                f"{self.name} has no theory: only Gaussian, Laplace and randomized-response "
-                "bases, compositions of Gaussian runs with one clipping norm (reference 0) and "
-                "compositions of one randomized-response mechanism are covered"
+                f"{self.name} has no theory here: exact curves and privacy loss distributions "
+                "cover Gaussian, Laplace and randomized-response bases, compositions of Gaussian "
+                "runs with one clipping norm (reference 0) and compositions of one "
+                "randomized-response mechanism; RDP also covers other bases with an RDP curve "
+                "(replace_one, or noisy sums with reference 0 under Poisson sampling)"
             )
 
     def _rr_pmfs(self) -> tuple[np.ndarray, np.ndarray]:
@@ -375,6 +400,8 @@ class _Subsampled(Mechanism):
         (the larger one), summed over the sufficient statistic of :meth:`_rr_runs_laws`, at every
         order ``> 1``.
         """
+        if not self._has_theory and self._generic_rdp:
+            return self._generic_rdp_curve(orders)
         self._require_theory()
         lam = np.asarray(DEFAULT_ORDERS if orders is None else orders, dtype=float)
         gaussian = self._gaussian_runs()
@@ -396,6 +423,32 @@ class _Subsampled(Mechanism):
         )
         eps = sub.eps[np.searchsorted(sub.orders, at)]
         return RDPCurve(lam, eps, name=f"RDP {self.name}")
+
+    def _generic_rdp_curve(self, orders: object) -> RDPCurve:
+        """Any base with an RDP curve ``eps(.)`` (see :attr:`_generic_rdp`), integer orders: the
+        larger of the binomial expansion of ``D_lambda(Q||P)`` (:func:`rdp_poisson_subsampled`,
+        exact when ``eps`` is exact; Zhu & Wang 2019) and the bound on ``D_lambda(P||Q)`` of
+        :func:`rdp_poisson_subsampled_reverse`, both from the base's curve at ``2 ... lambda``. A
+        fractional order takes the value of the next integer order (Rényi divergences do not
+        decrease with the order, van Erven & Harremoës 2014, Thm. 3). Neither order exceeds the
+        base's own ``eps(lambda)``: ``(p, q) -> p^lambda q^(1-lambda)`` is jointly convex (the
+        perspective of ``x^lambda``), so ``E[(Q/P)^lambda] <= 1 - r + r e^{(lambda-1) eps}`` and
+        likewise for ``P||Q``; the smaller value is kept. For a neighbouring pair that is not the
+        worst case, the same joint convexity over the other records' inclusion reduces it to
+        such pairs (Zhu & Wang 2019, Section 3)."""
+        lam = np.asarray(DEFAULT_ORDERS if orders is None else orders, dtype=float)
+        at = np.maximum(np.ceil(lam), 2.0)
+        integers = np.unique(at)
+        base = self.base.rdp(orders=np.arange(2.0, integers[-1] + 1)).eps
+        unsampled = self.base.rdp(orders=lam).eps
+
+        def eps(k: float) -> float:
+            return base[int(k) - 2]
+
+        forward = rdp_poisson_subsampled(eps, rate=self.rate, orders=integers)
+        reverse = rdp_poisson_subsampled_reverse(eps, rate=self.rate, orders=integers)
+        both = np.maximum(forward.eps, reverse.eps)[np.searchsorted(integers, at)]
+        return RDPCurve(lam, np.minimum(both, unsampled), name=f"RDP {self.name}")
 
     def _rr_runs_rdp(self, orders: np.ndarray) -> RDPCurve:
         """Exact RDP of subsampled runs of randomized response: with ``log q/p =
@@ -433,7 +486,7 @@ class _Subsampled(Mechanism):
         bases, compositions of Gaussian runs (reference 0) and compositions of one
         randomized-response mechanism."""
         if not self._has_theory:
-            return {}
+            return {"rdp": self.rdp} if self._generic_rdp else {}
         return {
             "exact": lambda: CurveProfile(self.exact_curve()),
             "pld": self.pld,
