@@ -272,7 +272,10 @@ class _Subsampled(Mechanism):
 
     def _rr_runs(self) -> tuple[RandomizedResponse, int] | None:
         """``(mechanism, times)`` when the base is ``times`` runs of one randomized response
-        mechanism (a composition with that single atom), else ``None``."""
+        mechanism (a composition with that single atom, or the mechanism itself once), else
+        ``None``."""
+        if isinstance(self.base, RandomizedResponse):
+            return self.base, 1
         atoms = self._composed_atoms()
         if atoms is None or len(atoms) != 1 or not isinstance(atoms[0][0], RandomizedResponse):
             return None
@@ -392,13 +395,13 @@ class _Subsampled(Mechanism):
     def rdp(self, orders: object = None) -> RDPCurve:
         """RDP of the dominating pair. Gaussian base or Gaussian runs (the equivalent Gaussian of
         :meth:`_gaussian_runs`): Mironov, Talwar & Zhang 2019 (exact, both orders). Laplace
-        base: the Zhu & Wang 2019 bound (Theorem 6), defined at integer orders; a fractional
-        order takes the value of the next integer order, a valid bound because Rényi divergences
-        do not decrease with the order (van Erven & Harremoës 2014, Thm. 3). Randomized-response
-        base: the same Zhu & Wang bound on the base's exact RDP curve. Runs of randomized
-        response: the exact Rényi divergences of ``P`` and ``(1 - r) P + r P'`` in both orders
-        (the larger one), summed over the sufficient statistic of :meth:`_rr_runs_laws`, at every
-        order ``> 1``.
+        base: the binomial formula of Zhu & Wang 2019, which they prove exact for the Laplace
+        mechanism (both orders), defined at integer orders; a fractional order takes the value
+        of the next integer order, a valid bound because Rényi divergences do not decrease with
+        the order (van Erven & Harremoës 2014, Thm. 3). Randomized-response base and runs of it:
+        the exact Rényi divergences of ``P`` and ``(1 - r) P + r P'`` in both orders (the larger
+        one), summed over the sufficient statistic of :meth:`_rr_runs_laws`, at every order
+        ``> 1``. Any other base with an RDP curve: :meth:`_generic_rdp_curve`.
         """
         if not self._has_theory and self._generic_rdp:
             return self._generic_rdp_curve(orders)
@@ -414,10 +417,7 @@ class _Subsampled(Mechanism):
         at = np.maximum(np.ceil(lam), 2.0)
         integers = np.unique(at)
         base_orders = np.arange(2.0, integers[-1] + 1)
-        if isinstance(self.base, RandomizedResponse):
-            base = self.base.rdp(orders=base_orders)
-        else:
-            base = rdp_laplace(self.base.scale, self.shift, orders=base_orders)
+        base = rdp_laplace(self.base.scale, self.shift, orders=base_orders)
         sub = rdp_poisson_subsampled(
             lambda k: base.eps[int(k) - 2], rate=self.rate, orders=integers
         )
