@@ -27,8 +27,12 @@ Wang 2022), in both orders. Sampling draws one inclusion pattern per output and 
 pattern (one base ``sample`` call per distinct pattern); :meth:`log_density` sums the base density
 over every pattern of the records that differ from the reference (at most 16 of them). Theory:
 randomized-response bases get the exact ``C_q(f)``, a PLD (``pld.poisson_subsampled_discrete``)
-and RDP (Zhu & Wang 2019); subsampled randomized response is the worst case of every subsampled
+and their exact RDP; subsampled randomized response is the worst case of every subsampled
 ``eps0``-DP mechanism (Balle, Barthe & Gaboardi 2018), so its theory is also the generic bound.
+Compositions run on one subsample: ``t`` runs of one randomized response get the same theory
+through a sufficient statistic with ``2 t + 1`` values, Gaussian runs with one clipping norm
+(reference 0) that of one Gaussian with ``sigma = (sum_i 1/sigma_i^2)^(-1/2)``; any other base
+with an RDP curve gets RDP (docs/theory.md#tradeoff).
 """
 
 from __future__ import annotations
@@ -201,6 +205,8 @@ class _Subsampled(Mechanism):
     Theory (for Gaussian and Laplace bases) is that of the dominating pair ``P`` vs
     ``(1 - r) P + r P'``, with ``P, P'`` the base noise around 0 and around ``shift``, where
     ``r = rate`` and ``shift`` is :attr:`sensitivity` (Poisson) or twice it (fixed size).
+    Randomized response, compositions of one randomized response, Gaussian runs and other bases
+    with an RDP curve: see :meth:`exact_curve`, :meth:`pld` and :meth:`rdp`.
     """
 
     def __init__(self, base: Mechanism, reference: object = None) -> None:
