@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from dpaudit import reports, scores_command, specs
+from dpaudit._core.validation import check_n_jobs
 from dpaudit.audit import backends
 from dpaudit.audit.limits import check_output_size, check_trials
 from dpaudit.mechanisms.base import METHOD_KINDS
@@ -226,8 +227,8 @@ def _run_audits(audits: Sequence[specs.AuditSpec], output: Path, args: argparse.
     n_workers = None
     if args.backend == "dask":
         # The cluster's workers do the work; --n-jobs sizes a local cluster.
-        if n_jobs is not None and n_jobs < 1 and n_jobs != -1:
-            raise ValueError(f"--n-jobs must be a positive integer or -1, got {n_jobs}")
+        if n_jobs is not None:
+            check_n_jobs("--n-jobs", n_jobs)
         if args.scheduler is None and n_jobs is not None and n_jobs > 0:
             n_workers = n_jobs
         n_jobs = -1

@@ -50,7 +50,12 @@ import numpy as np
 
 from dpaudit import attacks, mechanisms
 from dpaudit._core.jsonvalues import to_json_value
-from dpaudit._core.validation import check_choice, check_integer, check_probability
+from dpaudit._core.validation import (
+    check_choice,
+    check_integer,
+    check_n_jobs,
+    check_probability,
+)
 from dpaudit.attacks.base import Attack
 from dpaudit.audit.accountant import AccountantAuditSpec
 from dpaudit.audit.engine import audit
@@ -824,7 +829,7 @@ class AuditSpec:
         if seed is not None:
             changes["seed"] = check_integer("seed", seed, minimum=0)
         if n_jobs is not None:
-            changes["n_jobs"] = _check_n_jobs(n_jobs)
+            changes["n_jobs"] = check_n_jobs("n_jobs", n_jobs)
         if not changes:
             return self
         return dataclasses.replace(self, table={**self.table, **changes}, **changes)
@@ -859,13 +864,6 @@ class AuditSpec:
         )
 
 
-def _check_n_jobs(value: object) -> int:
-    n_jobs = check_integer("n_jobs", value, minimum=-1)
-    if n_jobs == 0:
-        raise ValueError("n_jobs must be a positive integer or -1 (all cores), got 0")
-    return n_jobs
-
-
 def _open_table(
     table: object,
     what: str,
@@ -898,26 +896,45 @@ def _read_pair(values: Mapping[str, Any], ctx: _Context) -> NeighbouringPair | N
     return _call(ctx, "pair", NeighbouringPair, **p)
 
 
+def _check_key(
+    values: Mapping[str, Any],
+    ctx: _Context,
+    key: str,
+    fn: Callable[..., Any],
+    *args: Any,
+    **kw: Any,
+) -> Any:
+    """``fn(key, values[key], *args, **kw)``, a check whose error names the key of the table."""
+    return _call(ctx, key, fn, key, values[key], *args, **kw)
+
+
+def _run_settings(
+    values: Mapping[str, Any], ctx: _Context, *, min_trials: int = 1
+) -> dict[str, Any]:
+    """``trials``, ``seed``, ``confidence`` and ``n_jobs`` of an ``[[audit]]`` or
+    ``[[accountant_audit]]`` table, checked."""
+    n_jobs = values["n_jobs"]
+    return {
+        "trials": _check_key(values, ctx, "trials", check_trials, minimum=min_trials),
+        "seed": _check_key(values, ctx, "seed", check_integer, minimum=0),
+        "confidence": _check_key(
+            values, ctx, "confidence", check_probability, low_open=True, high_open=True
+        ),
+        "n_jobs": None if n_jobs is None else _check_key(values, ctx, "n_jobs", check_n_jobs),
+    }
+
+
 def _check_settings(values: Mapping[str, Any], ctx: _Context) -> dict[str, Any]:
     """The run settings of an ``[[audit]]`` table, checked."""
-
-    def check(key: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        return _call(ctx, key, fn, key, values[key], *args, **kwargs)
-
     settings = {
-        "trials": check("trials", check_trials),
-        "seed": check("seed", check_integer, minimum=0),
-        "confidence": check("confidence", check_probability, low_open=True, high_open=True),
-        "n_jobs": None
-        if values["n_jobs"] is None
-        else _call(ctx, "n_jobs", _check_n_jobs, values["n_jobs"]),
-        "expect": check("expect", check_choice, VERDICTS),
-        "strategy": check("strategy", check_choice, STRATEGIES),
+        **_run_settings(values, ctx),
+        "expect": _check_key(values, ctx, "expect", check_choice, VERDICTS),
+        "strategy": _check_key(values, ctx, "strategy", check_choice, STRATEGIES),
     }
     if (settings["strategy"] == "fixed") != (values["threshold"] is not None):
         raise ctx.error("threshold", "is needed with strategy 'fixed' and only then")
     if values["selection_trials"] is not None:
-        check("selection_trials", check_trials)
+        _check_key(values, ctx, "selection_trials", check_trials)
     for i, delta in enumerate(values["deltas"]):
         _call(ctx, f"deltas[{i}]", check_probability, "delta", delta, high_open=True)
     return settings
@@ -1158,18 +1175,7 @@ def _parse_accountant_audit(
                 f"accountants[{i}]",
                 f"unknown accountant {accountant!r}; expected one of: {expected}",
             )
-    trials = _call(ctx, "trials", check_trials, "trials", values["trials"], minimum=2)
-    seed = _call(ctx, "seed", check_integer, "seed", values["seed"], minimum=0)
-    confidence = _call(
-        ctx,
-        "confidence",
-        check_probability,
-        "confidence",
-        values["confidence"],
-        low_open=True,
-        high_open=True,
-    )
-    n_jobs = _call(ctx, "n_jobs", _check_n_jobs, values["n_jobs"])
+    settings = _run_settings(values, ctx, min_trials=2)
     epsilons = values["epsilons"]
     if epsilons is not None and any(e < 0 or not math.isfinite(e) for e in epsilons):
         raise ctx.error("epsilons", "must be finite numbers >= 0")
@@ -1179,13 +1185,10 @@ def _parse_accountant_audit(
         name=values["name"],
         mechanism=mechanism,
         accountants=tuple(listed),
-        trials=trials,
         epsilons=epsilons,
         pair=pair,
-        seed=seed,
-        confidence=confidence,
+        **settings,
         importance="auto" if values["importance"] is None else values["importance"],
-        n_jobs=n_jobs,
         description=values["description"],
         table=to_json_value(table, unknown="str"),
     )

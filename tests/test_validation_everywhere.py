@@ -15,9 +15,11 @@ from dpaudit import cli
 from dpaudit import mechanisms as mech
 from dpaudit.attacks import LikelihoodRatio, Threshold
 from dpaudit.audit.backends import backend, check_scheduler
+from dpaudit.audit.confidence import clopper_pearson_upper
+from dpaudit.audit.one_run import simulate_one_run
 from dpaudit.audit.store import ChunkStore
-from dpaudit.bounds.gdp import gdp
-from dpaudit.bounds.tradeoff import approx_dp
+from dpaudit.bounds.gdp import gdp, gdp_epsilon
+from dpaudit.bounds.tradeoff import approx_dp, from_delta
 
 NAN, INF = math.nan, math.inf
 
@@ -95,6 +97,27 @@ CASES = [
     ("ChunkStore directory", lambda: ChunkStore(None, {}), "store must be a directory path"),
     ("scheduler", lambda: check_scheduler("localhost"), "scheduler must be a Dask scheduler"),
     ("backend", lambda: backend("spark").__enter__(), "backend must be one of 'local', 'dask'"),
+    (
+        "gdp_epsilon delta",
+        lambda: gdp_epsilon([1e-5, 2.0], 1.0),
+        "delta must lie in [0, 1] (no NaN); got values outside it, such as 2.0",
+    ),
+    (
+        "from_delta delta",
+        lambda: from_delta([1.0], [NAN]),
+        "delta must lie in [0, 1] (no NaN); got values outside it, such as nan",
+    ),
+    ("one-run mu", lambda: simulate_one_run(10, -1.0), "mu must be in [0, inf), got -1.0"),
+    (
+        "Clopper-Pearson gamma",
+        lambda: clopper_pearson_upper(1, 10, [0.05, 1.0]),
+        "gamma must lie in (0, 1) (no NaN); got values outside it, such as 1.0",
+    ),
+    (
+        "spec n_jobs",
+        lambda: dpaudit.specs.suite()[0].with_overrides(n_jobs=-3),
+        "n_jobs must be a positive integer or -1 (all cores), got -3",
+    ),
 ]
 
 

@@ -3,7 +3,8 @@
 ``results.json``, the accountant audit's JSON and the spec echo in reports all go through
 :func:`to_json_value`: mappings become objects with string keys, tuples and arrays become lists,
 numpy scalars become plain numbers, and non-finite floats become the strings ``"inf"``, ``"-inf"``
-and ``"nan"`` (JSON has no such numbers; :func:`from_json_value` reads them back).
+and ``"nan"`` (JSON has no such numbers; :func:`from_json_value` reads them back), or ``null``
+in the formats that have always written "no finite value" so (accountant audits, one-run audits).
 """
 
 from __future__ import annotations
@@ -14,11 +15,14 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["UNKNOWN", "from_json_value", "json_leaf", "to_json_value"]
+__all__ = ["NONFINITE", "UNKNOWN", "from_json_value", "json_leaf", "to_json_value"]
 
 #: What :func:`to_json_value` does with a value that is not a JSON value: keep it as it is (the
 #: caller's ``json.dumps`` decides), write its ``str`` (TOML dates and times), or raise.
 UNKNOWN = ("keep", "str", "error")
+
+#: What :func:`to_json_value` writes for an infinite or NaN float: its string, or ``None``.
+NONFINITE = ("str", "null")
 
 
 def json_leaf(value: Any) -> Any:
@@ -36,7 +40,7 @@ def json_leaf(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
-def to_json_value(value: Any, *, unknown: str = "keep") -> Any:
+def to_json_value(value: Any, *, unknown: str = "keep", nonfinite: str = "str") -> Any:
     """``value`` as a JSON value (module docstring).
 
     Parameters
@@ -45,26 +49,32 @@ def to_json_value(value: Any, *, unknown: str = "keep") -> Any:
         Nested mappings, sequences, numpy arrays and scalars, strings, numbers, ``None``.
     unknown:
         One of :data:`UNKNOWN`: what to do with any other value.
+    nonfinite:
+        One of :data:`NONFINITE`: what infinities and NaN become.
     """
     if unknown not in UNKNOWN:
         raise ValueError(f"unknown must be one of {', '.join(UNKNOWN)}; got {unknown!r}")
-    return _convert(value, unknown)
+    if nonfinite not in NONFINITE:
+        raise ValueError(f"nonfinite must be one of {', '.join(NONFINITE)}; got {nonfinite!r}")
+    return _convert(value, unknown, nonfinite == "str")
 
 
-def _convert(value: Any, unknown: str) -> Any:
+def _convert(value: Any, unknown: str, nonfinite_str: bool) -> Any:
     if isinstance(value, Mapping):
-        return {str(k): _convert(v, unknown) for k, v in value.items()}
+        return {str(k): _convert(v, unknown, nonfinite_str) for k, v in value.items()}
     if isinstance(value, np.ndarray):
-        return [_convert(v, unknown) for v in value.tolist()]
+        return [_convert(v, unknown, nonfinite_str) for v in value.tolist()]
     if isinstance(value, list | tuple):
-        return [_convert(v, unknown) for v in value]
+        return [_convert(v, unknown, nonfinite_str) for v in value]
     if isinstance(value, bool | np.bool_):
         return bool(value)
     if isinstance(value, int | np.integer):
         return int(value)
     if isinstance(value, float | np.floating):
         out = float(value)
-        return out if math.isfinite(out) else str(out)
+        if math.isfinite(out):
+            return out
+        return str(out) if nonfinite_str else None
     if isinstance(value, str) or value is None or unknown == "keep":
         return value
     if unknown == "str":

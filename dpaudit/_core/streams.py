@@ -6,6 +6,13 @@ number of workers). Generators that are not cut into chunks mix a tag of :data:`
 entropy, ``SeedSequence([seed, TAGS[name], ...])``, which can never equal a spawned stream.
 A new stream or tag gets a new number here; numbers are never reused, so that old seeds keep
 reproducing old results.
+
+Randomness that belongs to an object's own ``seed`` parameter rather than to an audit's seed
+draws from ``default_rng(seed)`` (the same generator as ``SeedSequence(seed)``): the synthetic
+datasets, DP-SGD's data and start, the one-run simulation, the selection split of ``dpaudit
+scores`` and the cross-validation splits of the learned attack. ``NoisyMean`` keeps its population,
+dataset and reference records apart with ``SeedSequence(seed, spawn_key=(0,))``, ``(1,)`` and
+``(2,)``.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ __all__ = [
     "check_probability",
     "check_integer",
     "check_choice",
+    "check_n_jobs",
     "check_array_in_unit_interval",
     "check_eps_array",
     "scalar_like",
@@ -70,9 +71,12 @@ def check_probability(
     too_low = out <= 0 if low_open else out < 0
     too_high = out >= 1 if high_open else out > 1
     if too_low or too_high:
-        interval = ("(" if low_open else "[") + "0, 1" + (")" if high_open else "]")
-        raise ValueError(f"{name} must be in {interval}, got {out!r}")
+        raise ValueError(f"{name} must be in {_unit_interval(low_open, high_open)}, got {out!r}")
     return out
+
+
+def _unit_interval(low_open: bool, high_open: bool) -> str:
+    return ("(" if low_open else "[") + "0, 1" + (")" if high_open else "]")
 
 
 def check_integer(name: str, value: object, *, minimum: int = 1, maximum: int | None = None) -> int:
@@ -99,6 +103,18 @@ def check_choice(name: str, value: object, choices: tuple[str, ...] | list[str])
     return value
 
 
+def check_n_jobs(name: str, value: object) -> int:
+    """Return ``value`` as a number of parallel workers: a positive integer, or -1 for all
+    cores."""
+    try:
+        out = check_integer(name, value, minimum=-1)
+    except ValueError:
+        out = 0
+    if out == 0:
+        raise ValueError(f"{name} must be a positive integer or -1 (all cores), got {value!r}")
+    return out
+
+
 def as_float_array(name: str, value: object, expected: str = "an array of numbers") -> np.ndarray:
     """Return ``value`` as a float array; a value that is not numeric raises ``ValueError``
     saying that ``name`` must be ``expected`` (e.g. ``"a vector of query answers"``)."""
@@ -108,11 +124,21 @@ def as_float_array(name: str, value: object, expected: str = "an array of number
         raise ValueError(f"{name} must be {expected}, got {type(value).__name__}") from exc
 
 
-def check_array_in_unit_interval(name: str, value: object) -> np.ndarray:
-    """Return ``value`` as a float array with every entry in [0, 1] (no NaN)."""
+def check_array_in_unit_interval(
+    name: str, value: object, *, low_open: bool = False, high_open: bool = False
+) -> np.ndarray:
+    """Return ``value`` as a float array with every entry in [0, 1] (no NaN), with either end
+    optionally excluded."""
     out = np.asarray(value, dtype=float)
-    if np.isnan(out).any() or (out < 0).any() or (out > 1).any():
-        raise ValueError(f"{name} must lie in [0, 1] (no NaN); got values outside it")
+    too_low = out <= 0 if low_open else out < 0
+    too_high = out >= 1 if high_open else out > 1
+    outside = np.isnan(out) | too_low | too_high
+    if outside.any():
+        raise ValueError(
+            f"{name} must lie in {_unit_interval(low_open, high_open)} (no NaN); got values "
+            "outside it, such as "
+            f"{float(out[outside].flat[0])!r}"
+        )
     return out
 
 

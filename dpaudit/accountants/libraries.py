@@ -46,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from dpaudit._core.validation import check_choice
 from dpaudit.accountants.claims import Claim
 from dpaudit.mechanisms.base import Mechanism
 from dpaudit.mechanisms.composed import Composed
@@ -102,9 +103,7 @@ def installed(name: str) -> bool:
 
 
 def _package(name: str) -> str | None:
-    if name not in PACKAGES:
-        raise ValueError(f"accountant must be one of {', '.join(map(repr, NAMES))}; got {name!r}")
-    return PACKAGES[name]
+    return PACKAGES[check_choice("accountant", name, NAMES)]
 
 
 # --------------------------------------------------------------------------------------- steps
@@ -130,6 +129,24 @@ def _steps(mechanism: Any) -> tuple[list[tuple[Mechanism, int]], str]:
     return atoms, m.relation
 
 
+def _translate(
+    name: str,
+    atoms: list[tuple[Mechanism, int]],
+    translate: Callable[[Mechanism], Any],
+    why: str,
+) -> tuple[list[Any], list[int]]:
+    """Each atom in the terms of accountant ``name``, ``translate(atom)``, and its number of
+    runs; an atom that ``translate`` maps to ``None`` has no counterpart in the library
+    (:class:`AccountantUnavailable` saying ``why``)."""
+    parts = []
+    for atom, _ in atoms:
+        part = translate(atom)
+        if part is None:
+            raise _unsupported(name, atom, why)
+        parts.append(part)
+    return parts, [int(runs) for _, runs in atoms]
+
+
 # --------------------------------------------------------------------------------------- dpaudit
 def _dpaudit_pld(mechanism: Any, **options: Any) -> Claim:
     m = _accounted(mechanism)
@@ -150,32 +167,35 @@ def _dp_event(name: str, mechanism: Any) -> tuple[Any, Any]:
     import dp_accounting
     from dp_accounting import dp_event as ev
 
-    atoms, relation = _steps(mechanism)
-    events = []
-    for atom, runs in atoms:
+    def event(atom: Mechanism) -> Any:
         if isinstance(atom, Gaussian):
-            event = ev.GaussianDpEvent(atom.sigma / atom.sensitivity)
-        elif isinstance(atom, Laplace):
-            event = ev.LaplaceDpEvent(atom.scale / atom.sensitivity)
-        elif isinstance(atom, RandomizedResponse):
+            return ev.GaussianDpEvent(atom.sigma / atom.sensitivity)
+        if isinstance(atom, Laplace):
+            return ev.LaplaceDpEvent(atom.scale / atom.sensitivity)
+        if isinstance(atom, RandomizedResponse):
             noise = atom.k / (math.exp(atom.eps) + atom.k - 1)
-            event = ev.RandomizedResponseDpEvent(noise_parameter=noise, num_buckets=atom.k)
-        elif isinstance(atom, PoissonSubsampled) and isinstance(atom.base, Gaussian | Laplace):
+            return ev.RandomizedResponseDpEvent(noise_parameter=noise, num_buckets=atom.k)
+        if isinstance(atom, PoissonSubsampled) and isinstance(atom.base, Gaussian | Laplace):
             base = (
                 ev.GaussianDpEvent(atom.base.sigma / atom.sensitivity)
                 if isinstance(atom.base, Gaussian)
                 else ev.LaplaceDpEvent(atom.base.scale / atom.sensitivity)
             )
-            event = ev.PoissonSampledDpEvent(atom.rate, base)
-        elif isinstance(atom, FixedSizeSubsampled) and isinstance(atom.base, Gaussian):
-            event = ev.SampledWithoutReplacementDpEvent(
+            return ev.PoissonSampledDpEvent(atom.rate, base)
+        if isinstance(atom, FixedSizeSubsampled) and isinstance(atom.base, Gaussian):
+            return ev.SampledWithoutReplacementDpEvent(
                 atom.population,
                 atom.subsample_size,
                 ev.GaussianDpEvent(atom.base.sigma / atom.shift),
             )
-        else:
-            raise _unsupported(name, atom, "no matching DpEvent")
-        events.append(event if runs == 1 else ev.SelfComposedDpEvent(event, runs))
+        return None
+
+    atoms, relation = _steps(mechanism)
+    parts, counts = _translate(name, atoms, event, "no matching DpEvent")
+    events = [
+        e if runs == 1 else ev.SelfComposedDpEvent(e, runs)
+        for e, runs in zip(parts, counts, strict=True)
+    ]
     neighbouring = (
         dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
         if relation == "add_remove"
@@ -218,23 +238,22 @@ def _prv_accountant(
 ) -> Claim:
     import prv_accountant as prv
 
-    atoms, _ = _steps(mechanism)
-    prvs, counts = [], []
-    for atom, runs in atoms:
+    def variable(atom: Mechanism) -> Any:
         if isinstance(atom, Gaussian):
-            variable = prv.GaussianMechanism(noise_multiplier=atom.sigma / atom.sensitivity)
-        elif isinstance(atom, Laplace):
-            variable = prv.LaplaceMechanism(mu=atom.sensitivity / atom.scale)
-        elif isinstance(atom, RandomizedResponse):
-            variable = prv.PureDPMechanism(eps=atom.eps)
-        elif isinstance(atom, PoissonSubsampled) and isinstance(atom.base, Gaussian):
-            variable = prv.PoissonSubsampledGaussianMechanism(
+            return prv.GaussianMechanism(noise_multiplier=atom.sigma / atom.sensitivity)
+        if isinstance(atom, Laplace):
+            return prv.LaplaceMechanism(mu=atom.sensitivity / atom.scale)
+        if isinstance(atom, RandomizedResponse):
+            return prv.PureDPMechanism(eps=atom.eps)
+        if isinstance(atom, PoissonSubsampled) and isinstance(atom.base, Gaussian):
+            return prv.PoissonSubsampledGaussianMechanism(
                 sampling_probability=atom.rate, noise_multiplier=atom.base.sigma / atom.sensitivity
             )
-        else:
-            raise _unsupported("prv_accountant", atom, "no matching privacy random variable")
-        prvs.append(variable)
-        counts.append(int(runs))
+        return None
+
+    atoms, _ = _steps(mechanism)
+    why = "no matching privacy random variable"
+    prvs, counts = _translate("prv_accountant", atoms, variable, why)
     accountant = prv.PRVAccountant(
         prvs=prvs, max_self_compositions=counts, eps_error=eps_error, delta_error=delta_error
     )
@@ -311,15 +330,17 @@ def _opacus_history(name: str, mechanism: Any) -> list[tuple[float, float, int]]
     atoms, relation = _steps(mechanism)
     if relation != "add_remove":
         raise _unsupported(name, _accounted(mechanism), "Opacus accounts for add/remove only")
-    history = []
-    for atom, runs in atoms:
+
+    def step(atom: Mechanism) -> tuple[float, float] | None:
         if isinstance(atom, Gaussian):
-            history.append((atom.sigma / atom.sensitivity, 1.0, int(runs)))
-        elif isinstance(atom, PoissonSubsampled) and isinstance(atom.base, Gaussian):
-            history.append((atom.base.sigma / atom.sensitivity, atom.rate, int(runs)))
-        else:
-            raise _unsupported(name, atom, "Opacus accounts for (subsampled) Gaussian steps only")
-    return history
+            return atom.sigma / atom.sensitivity, 1.0
+        if isinstance(atom, PoissonSubsampled) and isinstance(atom.base, Gaussian):
+            return atom.base.sigma / atom.sensitivity, atom.rate
+        return None
+
+    why = "Opacus accounts for (subsampled) Gaussian steps only"
+    steps, counts = _translate(name, atoms, step, why)
+    return [(sigma, rate, runs) for (sigma, rate), runs in zip(steps, counts, strict=True)]
 
 
 def _opacus(kind: str) -> Callable[..., Claim]:
@@ -378,22 +399,20 @@ def _opacus(kind: str) -> Callable[..., Claim]:
 def _autodp(mechanism: Any) -> Claim:
     from autodp import mechanism_zoo, transformer_zoo
 
-    atoms, _ = _steps(mechanism)
-    parts, counts = [], []
-    for atom, runs in atoms:
+    def part(atom: Mechanism) -> Any:
         if isinstance(atom, Gaussian):
-            part = mechanism_zoo.GaussianMechanism(sigma=atom.sigma / atom.sensitivity)
-        elif isinstance(atom, Laplace):
-            part = mechanism_zoo.LaplaceMechanism(b=atom.scale / atom.sensitivity)
-        elif isinstance(atom, RandomizedResponse) and atom.k == 2:
-            part = mechanism_zoo.RandresponseMechanism(p=atom.p_keep)
-        elif isinstance(atom, PoissonSubsampled) and isinstance(atom.base, Gaussian):
+            return mechanism_zoo.GaussianMechanism(sigma=atom.sigma / atom.sensitivity)
+        if isinstance(atom, Laplace):
+            return mechanism_zoo.LaplaceMechanism(b=atom.scale / atom.sensitivity)
+        if isinstance(atom, RandomizedResponse) and atom.k == 2:
+            return mechanism_zoo.RandresponseMechanism(p=atom.p_keep)
+        if isinstance(atom, PoissonSubsampled) and isinstance(atom.base, Gaussian):
             base = mechanism_zoo.GaussianMechanism(sigma=atom.base.sigma / atom.sensitivity)
-            part = transformer_zoo.AmplificationBySampling(PoissonSampling=True)(base, atom.rate)
-        else:
-            raise _unsupported("autodp", atom, "no matching autodp mechanism")
-        parts.append(part)
-        counts.append(int(runs))
+            return transformer_zoo.AmplificationBySampling(PoissonSampling=True)(base, atom.rate)
+        return None
+
+    atoms, _ = _steps(mechanism)
+    parts, counts = _translate("autodp", atoms, part, "no matching autodp mechanism")
     if len(parts) == 1 and counts[0] == 1:
         composed = parts[0]
     else:

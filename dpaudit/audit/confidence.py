@@ -20,6 +20,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import special
 
+from dpaudit._core.validation import check_array_in_unit_interval
+
 __all__ = [
     "clopper_pearson_upper",
     "clopper_pearson_lower",
@@ -29,10 +31,7 @@ __all__ = [
 
 
 def _check_gamma(gamma: np.ndarray | float) -> np.ndarray:
-    g = np.asarray(gamma, dtype=float)
-    if np.isnan(g).any() or (g <= 0).any() or (g >= 1).any():
-        raise ValueError(f"gamma (error probability) must be in (0, 1), got {gamma!r}")
-    return g
+    return check_array_in_unit_interval("gamma", gamma, low_open=True, high_open=True)
 
 
 def _check_counts(k: np.ndarray | float, n: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:

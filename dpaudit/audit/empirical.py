@@ -56,6 +56,10 @@ def _unique_bound(fn, k: np.ndarray, n: int, gamma: float) -> np.ndarray:
     return fn(values, n, gamma)[inverse]
 
 
+#: The four bounds of the trade-off points: upper and lower, on ``alpha`` and on ``beta``.
+_BOUNDS = ("alpha_upper", "alpha_lower", "beta_upper", "beta_lower")
+
+
 class EmpiricalTradeoff:
     """Measured trade-off points of a threshold attack, with Clopper-Pearson bounds and a band.
 
@@ -147,25 +151,32 @@ class EmpiricalTradeoff:
         return self.alpha, self.beta
 
     # ----------------------------------------------------------------- pointwise bounds
+    def _clopper_pearson(self, key: str, gamma: float) -> np.ndarray:
+        """The Clopper-Pearson bound ``key`` (one of :data:`_BOUNDS`) at each threshold, each
+        with error probability ``gamma``."""
+        bound = clopper_pearson_upper if key.endswith("upper") else clopper_pearson_lower
+        count, n = (self.fp, self.n_d) if key.startswith("alpha") else (self.fn, self.n_d_prime)
+        return _unique_bound(bound, count, n, gamma)
+
     @cached_property
     def alpha_upper(self) -> np.ndarray:
         """Clopper-Pearson upper bound on ``alpha`` at each threshold, level ``1 - gamma/2``."""
-        return _unique_bound(clopper_pearson_upper, self.fp, self.n_d, self.gamma / 2)
+        return self._clopper_pearson("alpha_upper", self.gamma / 2)
 
     @cached_property
     def beta_upper(self) -> np.ndarray:
         """Clopper-Pearson upper bound on ``beta`` at each threshold, level ``1 - gamma/2``."""
-        return _unique_bound(clopper_pearson_upper, self.fn, self.n_d_prime, self.gamma / 2)
+        return self._clopper_pearson("beta_upper", self.gamma / 2)
 
     @cached_property
     def alpha_lower(self) -> np.ndarray:
         """Clopper-Pearson lower bound on ``alpha`` at each threshold, level ``1 - gamma/2``."""
-        return _unique_bound(clopper_pearson_lower, self.fp, self.n_d, self.gamma / 2)
+        return self._clopper_pearson("alpha_lower", self.gamma / 2)
 
     @cached_property
     def beta_lower(self) -> np.ndarray:
         """Clopper-Pearson lower bound on ``beta`` at each threshold, level ``1 - gamma/2``."""
-        return _unique_bound(clopper_pearson_lower, self.fn, self.n_d_prime, self.gamma / 2)
+        return self._clopper_pearson("beta_lower", self.gamma / 2)
 
     # ----------------------------------------------------------------- simultaneous band
     @property
@@ -179,12 +190,7 @@ class EmpiricalTradeoff:
         r0 = float(dkw_radius(self.n_d, self.gamma / 4))
         r1 = float(dkw_radius(self.n_d_prime, self.gamma / 4))
         a, b = self.alpha, self.beta
-        cp = {
-            "alpha_upper": _unique_bound(clopper_pearson_upper, self.fp, self.n_d, g),
-            "alpha_lower": _unique_bound(clopper_pearson_lower, self.fp, self.n_d, g),
-            "beta_upper": _unique_bound(clopper_pearson_upper, self.fn, self.n_d_prime, g),
-            "beta_lower": _unique_bound(clopper_pearson_lower, self.fn, self.n_d_prime, g),
-        }
+        cp = {key: self._clopper_pearson(key, g) for key in _BOUNDS}
         dkw = {
             "alpha_upper": np.minimum(a + r0, 1.0),
             "alpha_lower": np.maximum(a - r0, 0.0),

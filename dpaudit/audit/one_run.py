@@ -45,7 +45,13 @@ import numpy as np
 from scipy import stats
 from scipy.special import expit, ndtr, ndtri
 
-from dpaudit._core.validation import check_choice, check_integer, check_probability
+from dpaudit._core.jsonvalues import to_json_value
+from dpaudit._core.validation import (
+    check_choice,
+    check_integer,
+    check_nonnegative,
+    check_probability,
+)
 from dpaudit.bounds.gdp import gdp_epsilon
 from dpaudit.bounds.pld import poisson_subsampled_gaussian
 from dpaudit.bounds.tradeoff import TradeoffCurve
@@ -85,8 +91,7 @@ def simulate_one_run(
     Returns ``(scores, included)``.
     """
     m = check_integer("m", m, minimum=1)
-    if not (np.isfinite(mu) and mu >= 0):
-        raise ValueError(f"mu must be finite and >= 0, got {mu!r}")
+    mu = check_nonnegative("mu", mu)
     p = check_probability("p", p)
     rng = np.random.default_rng(seed)
     included = (rng.random(m) < p).astype(np.int8)
@@ -302,13 +307,17 @@ class OneRunResult:
         return self._eps(self.ceiling, self.delta)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready record, with ``eps`` at ``delta`` and its ceiling."""
-        return {
-            **{k: (None if v == math.inf else v) for k, v in asdict(self).items()},
-            "epsilon_lower_bound": self.epsilon_lower_bound(),
-            "epsilon_ceiling": self.epsilon_ceiling(),
-            "label": "lower bound" if self.corrected else "estimate (uncorrected sweep)",
-        }
+        """JSON-ready record, with ``eps`` at ``delta`` and its ceiling; a value that is not
+        finite (a ``sigma`` bound when no noise multiplier is rejected) is ``None``."""
+        return to_json_value(
+            {
+                **asdict(self),
+                "epsilon_lower_bound": self.epsilon_lower_bound(),
+                "epsilon_ceiling": self.epsilon_ceiling(),
+                "label": "lower bound" if self.corrected else "estimate (uncorrected sweep)",
+            },
+            nonfinite="null",
+        )
 
     def to_json(self, indent: int | None = None) -> str:
         """:meth:`to_dict` as strict JSON."""

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from dpaudit._core.streams import TAGS
-from dpaudit._core.validation import check_integer, check_probability
+from dpaudit._core.validation import check_choice, check_integer, check_probability
 from dpaudit.attacks.base import Attack
 from dpaudit.audit.engine import audit
 from dpaudit.audit.result import AuditResult
@@ -65,10 +65,7 @@ def record_pairs(
     ``D_prime`` = dataset) and every value in ``values`` added. ``random_pairs`` more pairs replace
     (or add) a random position by a value drawn uniformly from ``[low, high]``.
     """
-    if relation not in RELATIONS:
-        raise ValueError(
-            f"relation must be one of {', '.join(map(repr, RELATIONS))}; got {relation!r}"
-        )
+    check_choice("relation", relation, RELATIONS)
     d = _records(dataset)
     random_pairs = check_integer("random_pairs", random_pairs, minimum=0)
     vals = [np.asarray(v, dtype=float) for v in values]

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from dpaudit._core.validation import check_eps_array, check_probability
 from dpaudit.audit.confidence import empirical_bernstein_radius
 
 __all__ = ["PrivacyLossStatistics"]
@@ -222,11 +223,8 @@ class PrivacyLossStatistics:
         Estimates are ``NaN`` outside the grid's ``eps`` range, where only the (valid, trivial)
         bounds ``0`` and ``1`` are reported.
         """
-        eps_arr = np.asarray(eps, dtype=float)
-        if np.isnan(eps_arr).any() or (eps_arr < 0).any():
-            raise ValueError(f"eps must be >= 0 (no NaN), got {eps!r}")
-        if not 0.0 < confidence < 1.0:
-            raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+        eps_arr = check_eps_array(eps)
+        confidence = check_probability("confidence", confidence, low_open=True, high_open=True)
         gamma = (1.0 - confidence) / 4.0
         flat = eps_arr.ravel()
         est_pq, low_pq, up_pq = self._p_q.bounds(flat, gamma)

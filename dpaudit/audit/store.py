@@ -41,6 +41,8 @@ from typing import Any
 
 import numpy as np
 
+from dpaudit._core.jsonvalues import to_json_value
+
 __all__ = ["ChunkStore", "STORE_FORMAT", "fingerprint_digest"]
 
 #: Version of the layout above; a store of another format is refused.
@@ -55,8 +57,10 @@ _DAMAGE = (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile)
 
 
 def fingerprint_digest(fingerprint: Mapping[str, Any]) -> str:
-    """SHA-256 of the canonical JSON of ``fingerprint`` (sorted keys, no whitespace)."""
-    text = json.dumps(fingerprint, sort_keys=True, separators=(",", ":"), default=str)
+    """SHA-256 of the canonical JSON of ``fingerprint`` (sorted keys, no whitespace; values
+    converted by :func:`~dpaudit._core.jsonvalues.to_json_value`, others written as text)."""
+    canonical = to_json_value(fingerprint, unknown="str")
+    text = json.dumps(canonical, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -110,7 +114,7 @@ class ChunkStore:
         if not isinstance(fingerprint, Mapping):
             raise ValueError(f"fingerprint must be a mapping, got {type(fingerprint).__name__}")
         self.directory = Path(directory)
-        self.fingerprint = json.loads(json.dumps(dict(fingerprint), sort_keys=True, default=str))
+        self.fingerprint = to_json_value(dict(fingerprint), unknown="str")
         self.digest = fingerprint_digest(self.fingerprint)
         if self.directory.exists() and not self.directory.is_dir():
             raise ValueError(f"store {self.directory} exists and is not a directory")

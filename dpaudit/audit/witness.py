@@ -14,6 +14,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from dpaudit._core.validation import check_choice
+
 __all__ = ["Witness"]
 
 _ORDERS = ("d_d_prime", "d_prime_d")
@@ -56,8 +58,8 @@ class Witness(Mapping[str, Any]):
     given: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if self.order is not None and self.order not in _ORDERS:
-            raise ValueError(f"order must be one of {', '.join(_ORDERS)}; got {self.order!r}")
+        if self.order is not None:
+            check_choice("order", self.order, _ORDERS)
 
     def with_(self, **changes: Any) -> Witness:
         """A copy with ``changes`` (the object itself never changes)."""

@@ -104,12 +104,29 @@ def amplify_by_subsampling(eps: float, delta: float, rate: float) -> tuple[float
     return eps_sub, p * delta
 
 
+class _RepeatedMechanism:
+    """``k`` runs of an ``(eps, delta)``-DP mechanism: the checked parameters ``eps_step``,
+    ``delta_step`` and ``k`` and the label shared by the theorems that give a whole profile."""
+
+    #: The theorem, the start of ``name``.
+    _theorem = ""
+
+    def __init__(self, eps: float, delta: float, k: int) -> None:
+        self.eps_step = check_nonnegative("eps", eps)
+        self.delta_step = check_probability("delta", delta)
+        self.k = check_integer("k", k, minimum=1)
+        self.name = f"{self._theorem} (eps={self.eps_step:g}, delta={self.delta_step:g}, k={k})"
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name}>"
+
+
 # --------------------------------------------------------------------------------------------
 # Optimal composition (Kairouz, Oh & Viswanath 2015)
 # --------------------------------------------------------------------------------------------
 
 
-class OptimalComposition:
+class OptimalComposition(_RepeatedMechanism):
     """The exact privacy of ``k`` runs of an ``(eps, delta)``-DP mechanism (Kairouz, Oh &
     Viswanath 2015, "The composition theorem for differential privacy", Theorem 3.3).
 
@@ -128,13 +145,10 @@ class OptimalComposition:
     ``(eps, delta)``-DP mechanism, attained by the worst one).
     """
 
+    _theorem = "KOV optimal composition"
+
     def __init__(self, eps: float, delta: float, k: int) -> None:
-        self.eps_step = check_nonnegative("eps", eps)
-        self.delta_step = check_probability("delta", delta)
-        self.k = check_integer("k", k, minimum=1)
-        self.name = (
-            f"KOV optimal composition (eps={self.eps_step:g}, delta={self.delta_step:g}, k={k})"
-        )
+        super().__init__(eps, delta, k)
         kk = self.k
         e = self.eps_step
         l_idx = np.arange(kk + 1, dtype=float)
@@ -154,9 +168,6 @@ class OptimalComposition:
         # log (1-delta)^k, and log of the mass 1 - (1-delta)^k of infinite privacy loss
         self._log_keep = kk * math.log1p(-self.delta_step) if self.delta_step < 1 else -math.inf
         self._log_atom = math.log(-math.expm1(self._log_keep)) if self.delta_step else -math.inf
-
-    def __repr__(self) -> str:
-        return f"<OptimalComposition {self.name}>"
 
     def _log_delta(self, eps_prime: np.ndarray) -> np.ndarray:
         """``log delta(eps')`` for a flat array of ``eps' >= 0`` (may be ``inf``)."""
@@ -252,7 +263,7 @@ def optimal_composition(eps: float, delta: float, k: int) -> OptimalComposition:
 # --------------------------------------------------------------------------------------------
 
 
-class AdvancedComposition:
+class AdvancedComposition(_RepeatedMechanism):
     """The advanced composition theorem for ``k`` runs of an ``(eps, delta)``-DP mechanism as a
     privacy profile (Dwork, Rothblum & Vadhan 2010, Theorem III.3; docs/theory.md#composition).
 
@@ -263,17 +274,11 @@ class AdvancedComposition:
     above the drift ``k eps (e^eps - 1)`` and 1 below (capped at 1).
     """
 
-    def __init__(self, eps: float, delta: float, k: int) -> None:
-        self.eps_step = check_nonnegative("eps", eps)
-        self.delta_step = check_probability("delta", delta)
-        self.k = check_integer("k", k, minimum=1)
-        self.name = (
-            f"advanced composition (eps={self.eps_step:g}, delta={self.delta_step:g}, k={k})"
-        )
-        self._drift = _drift(self.eps_step, self.k)
+    _theorem = "advanced composition"
 
-    def __repr__(self) -> str:
-        return f"<AdvancedComposition {self.name}>"
+    def __init__(self, eps: float, delta: float, k: int) -> None:
+        super().__init__(eps, delta, k)
+        self._drift = _drift(self.eps_step, self.k)
 
     def epsilon(self, delta: float) -> float:
         """``eps'`` of the theorem at total ``delta``; ``inf`` when ``delta <= k delta_step``."""

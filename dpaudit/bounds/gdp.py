@@ -28,6 +28,7 @@ from scipy.special import erfcx, log_ndtr, ndtr, ndtri
 
 from dpaudit._core.modules import make_callable
 from dpaudit._core.validation import (
+    check_array_in_unit_interval,
     check_choice,
     check_eps_array,
     check_integer,
@@ -127,9 +128,7 @@ def gdp_epsilon(delta: float | np.ndarray, mu: float | np.ndarray) -> float | np
     upper end satisfies ``delta_mu <= Phi(-eps/mu + mu/2) = delta``), run until the bracket is a
     few units in the last place wide. ``delta = 0`` gives ``inf`` (for ``mu > 0``).
     """
-    d = np.asarray(delta, dtype=float)
-    if np.isnan(d).any() or (d < 0).any() or (d > 1).any():
-        raise ValueError(f"delta must be in [0, 1] (no NaN), got {delta!r}")
+    d = check_array_in_unit_interval("delta", delta)
     d, m = np.broadcast_arrays(d, _check_mu_values(mu))
     shape = d.shape
     d, m = d.astype(float).ravel(), m.astype(float).ravel()

@@ -520,8 +520,7 @@ def from_delta(
         )
     if not np.isfinite(e).all() or (e < 0).any():
         raise ValueError(f"eps must be in [0, inf) (no NaN), got {eps!r}")
-    if np.isnan(d).any() or (d < 0).any() or (d > 1).any():
-        raise ValueError(f"delta must be in [0, 1] (no NaN), got {delta!r}")
+    check_array_in_unit_interval("delta", d)
     keep = e <= _EXP_CAP
     e, d = e[keep], d[keep]
     slopes = np.concatenate([[0.0], -np.exp(e), -np.exp(-e)])

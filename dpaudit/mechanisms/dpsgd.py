@@ -62,7 +62,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from scipy import sparse
@@ -108,6 +108,20 @@ OBSERVATIONS = ("final", "updates")
 _BLOCK_ENTRIES = 2**20
 
 
+class _Pairs(NamedTuple):
+    """``K`` (run, example) pairs sorted by run: each pair's run, the example's design row, label
+    and ``sq = ||x||^2 + 1``."""
+
+    run: np.ndarray
+    rows: np.ndarray
+    y: np.ndarray
+    sq: np.ndarray
+
+    def indptr(self, size: int) -> np.ndarray:
+        """Where each of the ``size`` runs' pairs start (and, last, ``K``)."""
+        return np.searchsorted(self.run, np.arange(size + 1))
+
+
 class _Model(ABC):
     """Parameters ``[model parameters (P - 1), theta_c]`` and clipped gradient sums.
 
@@ -139,19 +153,10 @@ class _Model(ABC):
         """Logit of design row ``rows[i]`` under ``theta[i]`` (``(K, P)``): shape ``(K,)``."""
 
     @abstractmethod
-    def gradient_sums(
-        self,
-        theta: np.ndarray,
-        run: np.ndarray,
-        rows: np.ndarray,
-        y: np.ndarray,
-        sq: np.ndarray,
-        clip: float,
-    ) -> np.ndarray:
-        """For each run ``s`` (parameters ``theta[s]``, ``(S, P)``), the sum over its pairs
-        (``run`` sorted; design rows, labels and ``sq`` of the pairs' examples) of the logistic
-        loss gradient scaled down to l2 norm at most ``clip`` (``inf``: unclipped). Shape
-        ``(S, P)``; the canary coordinate is 0."""
+    def gradient_sums(self, theta: np.ndarray, pairs: _Pairs, clip: float) -> np.ndarray:
+        """For each run ``s`` (parameters ``theta[s]``, ``(S, P)``), the sum over its ``pairs``
+        of the logistic loss gradient scaled down to l2 norm at most ``clip`` (``inf``:
+        unclipped). Shape ``(S, P)``; the canary coordinate is 0."""
 
 
 def _clip_factor(norm_sq: np.ndarray, clip: float) -> np.ndarray:
@@ -183,20 +188,13 @@ class _Logistic(_Model):
     def logits(self, theta: np.ndarray, rows: np.ndarray) -> np.ndarray:
         return np.einsum("ij,ij->i", rows, theta)
 
-    def gradient_sums(
-        self,
-        theta: np.ndarray,
-        run: np.ndarray,
-        rows: np.ndarray,
-        y: np.ndarray,
-        sq: np.ndarray,
-        clip: float,
-    ) -> np.ndarray:
+    def gradient_sums(self, theta: np.ndarray, pairs: _Pairs, clip: float) -> np.ndarray:
+        run, rows, y, sq = pairs
         size = theta.shape[0]
         r = expit(self.logits(np.take(theta, run, axis=0), rows)) - y
         # ||(s(z) - y)(x, 1)|| = |s(z) - y| sqrt(||x||^2 + 1)
         coef = r * _clip_factor(r * r * sq, clip)
-        indptr = np.searchsorted(run, np.arange(size + 1))
+        indptr = pairs.indptr(size)
         sums = sparse.csr_array((coef, np.arange(run.size), indptr), shape=(size, run.size))
         return sums @ rows
 
@@ -244,18 +242,11 @@ class _MLP(_Model):
     def logits(self, theta: np.ndarray, rows: np.ndarray) -> np.ndarray:
         return self._forward(theta, rows[:, None, :])[1][:, 0]
 
-    def gradient_sums(
-        self,
-        theta: np.ndarray,
-        run: np.ndarray,
-        rows: np.ndarray,
-        y: np.ndarray,
-        sq: np.ndarray,
-        clip: float,
-    ) -> np.ndarray:
+    def gradient_sums(self, theta: np.ndarray, pairs: _Pairs, clip: float) -> np.ndarray:
+        run, rows, y, sq = pairs
         h, k = self.hidden, self.dim
         size = theta.shape[0]
-        indptr = np.searchsorted(run, np.arange(size + 1))
+        indptr = pairs.indptr(size)
         width = max(1, int(np.diff(indptr).max()))
         slot = run * width + (np.arange(run.size) - indptr[run])
         padded = np.zeros((3, size * width))
@@ -627,9 +618,8 @@ class DPSGD(Mechanism):
         """Clipped gradient sums of ordinary examples per run, ``(S, P)``."""
         if run.size == 0:
             return np.zeros_like(theta)
-        return self._model.gradient_sums(
-            theta, run, np.take(design, rec, axis=0), np.take(y, rec), np.take(sq, rec), self.clip
-        )
+        pairs = _Pairs(run, np.take(design, rec, axis=0), np.take(y, rec), np.take(sq, rec))
+        return self._model.gradient_sums(theta, pairs, self.clip)
 
     def _batches(
         self, rng: np.random.Generator, steps: int, size: int, n: int, c: np.ndarray
@@ -683,13 +673,14 @@ class DPSGD(Mechanism):
         ordinary = np.flatnonzero(c == 0.0)
         if ordinary.size:
             x = x[ordinary]
-            out[ordinary] = self._model.gradient_sums(
-                np.repeat(theta, ordinary.size, axis=0),
+            pairs = _Pairs(
                 np.arange(ordinary.size),
                 self._model.design(x),
                 y[ordinary],
                 np.einsum("ij,ij->i", x, x) + 1.0,
-                self.clip if clipped else math.inf,
+            )
+            out[ordinary] = self._model.gradient_sums(
+                np.repeat(theta, ordinary.size, axis=0), pairs, self.clip if clipped else math.inf
             )
         out[:, -1] = self.clip * c
         return out

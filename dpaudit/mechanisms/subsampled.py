@@ -735,13 +735,8 @@ class FixedSizeSubsampled(_Subsampled):
 
     Parameters
     ----------
-    base:
-        Any mechanism on records: a noisy sum query (:class:`~dpaudit.mechanisms.Gaussian`,
-        :class:`~dpaudit.mechanisms.Laplace`) or, by substitution, any other (randomized
-        response, compositions, ...).
-    reference:
-        Substitution only: the record that replaces a record left out of the sample; default the
-        single record of the base's worst-case ``D``.
+    base, reference:
+        As for :class:`PoissonSubsampled`.
     size:
         Number of records in every subsample, ``1 <= size <= population``.
     population:

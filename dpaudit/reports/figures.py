@@ -25,6 +25,7 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from dpaudit._core.validation import check_choice
 from dpaudit.audit.grid import ScoreGrid
 from dpaudit.reports.records import as_record, from_json_value
 from dpaudit.reports.text import claim_label, format_delta, format_number
@@ -136,8 +137,7 @@ def plot_tradeoff(
     ``1 - beta = e^eps alpha``, so epsilon is the height above the diagonal. ``legend=False``
     leaves the legend to the caller (e.g. one legend for several panels).
     """
-    if scale not in ("linear", "log"):
-        raise ValueError(f"scale must be one of 'linear', 'log'; got {scale!r}")
+    check_choice("scale", scale, ("linear", "log"))
     record = as_record(result)
     ax = ax if ax is not None else _new_axes()
     log = scale == "log"

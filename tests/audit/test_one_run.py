@@ -1,10 +1,13 @@
 """One-run audits: the two papers' tests, validity of the guess choice, coverage."""
 
+import json
+
 import numpy as np
 import pytest
 from scipy import stats
 
 from dpaudit.audit.one_run import (
+    OneRunResult,
     audit_one_run,
     correct_guesses,
     fdp_mu,
@@ -165,3 +168,28 @@ def test_subsampled_gaussian_family_at_rate_one_is_the_gaussian():
     assert dpsgd.epsilon_lower_bound() <= gdp_epsilon(1e-5, 1.0)
     with pytest.raises(ValueError, match="sample_rate"):
         audit_one_run(s, z, family="subsampled_gaussian")
+
+
+def test_values_that_are_not_finite_are_null():
+    """A ``sigma`` bound of ``inf`` (no noise multiplier rejected) is written as ``null`` by the
+    one JSON converter, and the record is strict JSON."""
+    r = OneRunResult(
+        method="fdp",
+        strategy="bonferroni",
+        m=10,
+        included=5,
+        confidence=0.95,
+        delta=1e-5,
+        guesses=2,
+        correct=2,
+        bound=float("inf"),
+        ceiling=float("inf"),
+        corrected=True,
+        per_guess_level=0.1,
+        family="subsampled_gaussian",
+        sample_rate=0.1,
+        steps=10,
+    )
+    record = json.loads(r.to_json())
+    assert record["bound"] is None and record["ceiling"] is None
+    assert record["epsilon_lower_bound"] == 0.0

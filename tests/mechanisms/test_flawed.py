@@ -423,3 +423,19 @@ def test_full_benchmark_verdicts():
     frame = run_benchmark(1_000_000, n_jobs=2, trials_for={"svt_outputs_noisy_value": 4_000_000})
     assert (frame["flagged"] == ~frame["correct"]).all()
     assert (frame["certified"] <= frame["true_upper"] + 1e-9).all()
+
+
+def test_the_catalogue_is_split_by_family_and_exported_from_the_package():
+    import importlib
+
+    import dpaudit.mechanisms.flawed as package
+
+    families = {cls.__module__ for cls in FLAWED.values()}
+    assert "dpaudit.mechanisms.flawed" not in families
+    assert "dpaudit.mechanisms.flawed.base" not in families
+    for name in package.__all__:
+        obj = getattr(package, name)
+        home = getattr(obj, "__module__", None)
+        if home is not None and home != package.__name__:
+            assert getattr(importlib.import_module(home), name) is obj
+    assert {cls.__name__ for cls in FLAWED.values()} <= set(package.__all__)

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
+from dpaudit._core.jsonvalues import to_json_value
 from dpaudit._core.streams import chunk_generator
 from dpaudit.audit.confidence import (
     clopper_pearson_lower,
@@ -377,4 +378,5 @@ def _combine_orders(orders: Mapping[str, DeltaBounds]) -> DeltaBounds:
 
 
 def _floats(x: np.ndarray) -> list[float | None]:
-    return [float(v) if math.isfinite(v) else None for v in np.asarray(x, dtype=float)]
+    """The values as JSON numbers, ``None`` where they are not finite."""
+    return to_json_value(np.asarray(x, dtype=float), nonfinite="null")

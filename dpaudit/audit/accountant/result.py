@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from dpaudit._core.jsonvalues import to_json_value
+from dpaudit._core.validation import check_array_in_unit_interval
 from dpaudit.accountants.convert import as_claim
 from dpaudit.accountants.libraries import AccountantUnavailable
 from dpaudit.audit.accountant.estimators import (
@@ -174,9 +175,9 @@ class AccountantAudit:
     def lower_bound(self, confidence: float | np.ndarray) -> np.ndarray:
         """Lower bounds on ``delta`` at every ``eps`` at another (family-wise) ``confidence``
         (a number, or one per ``eps``)."""
-        level = np.asarray(confidence, dtype=float)
-        if np.isnan(level).any() or (level <= 0).any() or (level >= 1).any():
-            raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+        level = check_array_in_unit_interval(
+            "confidence", confidence, low_open=True, high_open=True
+        )
         return self._bounds(1.0 - level)[2].lower
 
     def _p_values(self, claimed: np.ndarray) -> np.ndarray:

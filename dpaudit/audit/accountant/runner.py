@@ -191,7 +191,8 @@ def audit_accountant(
     trials:
         Privacy-loss samples per order (``D || D_prime`` and ``D_prime || D``).
     seed:
-        Root seed; chunk ``i`` of order ``o`` uses ``SeedSequence(seed, spawn_key=(16 + o, i))``.
+        Root seed; chunk ``i`` of each order draws from its own stream of
+        :data:`dpaudit._core.streams.STREAMS` (``accountant_d_d_prime``, ``accountant_d_prime_d``).
     confidence:
         Family-wise level of the intervals, simultaneous over the grid, orders and sides.
     epsilons:
