@@ -246,11 +246,11 @@ class _Subsampled(Mechanism):
         """Largest change of the sum between neighbouring datasets (the base pair's shift)."""
 
     def _composed_atoms(self) -> list[tuple[Mechanism, int]] | None:
-        """The runs of a composed base (substitution: one subsample serves every run, as
-        :meth:`sample` draws it); ``None`` for any other base."""
-        from dpaudit.mechanisms.composed import Composed
-
-        return self.base.atoms() if isinstance(self.base, Composed) else None
+        """The runs of a composed base, ``(mechanism, times)`` from its ``atoms()``
+        (substitution: one subsample serves every run, as :meth:`sample` draws it); ``None`` for
+        any other base. Read through ``atoms`` because the composition module imports this one."""
+        atoms = getattr(self.base, "atoms", None)
+        return atoms() if callable(atoms) else None
 
     def _gaussian_runs(self) -> tuple[float, float] | None:
         """``(sigma, Delta)`` of the single Gaussian equivalent to the base, or ``None``.
