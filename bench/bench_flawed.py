@@ -22,8 +22,9 @@ from __future__ import annotations
 import argparse
 import time
 
-from dpaudit.audit.benchmark import format_benchmark, run_benchmark
+from dpaudit.audit.benchmark import run_benchmark
 from dpaudit.mechanisms.flawed import FLAWED
+from dpaudit.reports.tables import format_benchmark
 
 LONG_TRIALS = {
     # A zero-probability event under one dataset: the bound grows like log(trials); 14.31

@@ -390,7 +390,8 @@ def _cmd_audit_accountant(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench_flawed(args: argparse.Namespace) -> int:
-    from dpaudit.audit.benchmark import format_benchmark, run_benchmark
+    from dpaudit.audit.benchmark import run_benchmark
+    from dpaudit.reports.tables import format_benchmark
 
     frame = run_benchmark(args.trials, seed=args.seed, n_jobs=args.n_jobs)
     print(format_benchmark(frame))

@@ -10,16 +10,16 @@ reproducing old results.
 Randomness that belongs to an object's own ``seed`` parameter rather than to an audit's seed
 draws from ``default_rng(seed)`` (the same generator as ``SeedSequence(seed)``): the synthetic
 datasets, DP-SGD's data and start, the one-run simulation, the selection split of ``dpaudit
-scores`` and the cross-validation splits of the learned attack. ``NoisyMean`` keeps its population,
-dataset and reference records apart with ``SeedSequence(seed, spawn_key=(0,))``, ``(1,)`` and
-``(2,)``.
+scores`` and the cross-validation splits of the learned attack. An object that needs several
+independent generators from its own seed takes them from :data:`OBJECT_STREAMS` through
+:func:`object_generator`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["STREAMS", "TAGS", "chunk_generator"]
+__all__ = ["OBJECT_STREAMS", "STREAMS", "TAGS", "chunk_generator", "object_generator"]
 
 #: Stream ids of ``spawn_key=(id, chunk)``: the engine's fit sample, pilot, selection and
 #: evaluation trials and output-shape probe; the accountant audit's two orders of the pair and
@@ -41,6 +41,20 @@ TAGS = {
     "learned_training": 0x6C6561726E,
     "pair_search_pilot": 0x70696C6F74,
 }
+
+
+#: Stream ids of ``spawn_key=(id,)`` under an object's own ``seed`` (never an audit's seed):
+#: :class:`~dpaudit.mechanisms.NoisyMean`'s population, dataset and reference records.
+OBJECT_STREAMS = {
+    "noisy_mean_population": 0,
+    "noisy_mean_data": 1,
+    "noisy_mean_reference": 2,
+}
+
+
+def object_generator(seed: int, stream: str) -> np.random.Generator:
+    """The generator of ``stream`` (a key of :data:`OBJECT_STREAMS`) under an object's seed."""
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(OBJECT_STREAMS[stream],)))
 
 
 def chunk_generator(seed: int, stream: str, chunk: int) -> np.random.Generator:

@@ -1,13 +1,13 @@
 """The flawed-mechanism benchmark: audit every mechanism of the catalogue
 (:data:`dpaudit.mechanisms.flawed.FLAWED`) with the learned attack on its worst-case pair and
-compare the certified bound with the proven and the published ones (``dpaudit bench-flawed``).
+compare the certified bound with the proven and the published ones (``dpaudit bench-flawed``;
+the table it prints is :func:`dpaudit.reports.tables.format_benchmark`).
 
 It lives beside the engine because it runs audits; the catalogue itself only describes mechanisms.
 """
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -18,7 +18,7 @@ from dpaudit.attacks.learned import Learned
 from dpaudit.audit.engine import audit
 from dpaudit.mechanisms.flawed import FLAWED, PUBLISHED, flawed
 
-__all__ = ["format_benchmark", "run_benchmark", "summarize_benchmark"]
+__all__ = ["run_benchmark", "summarize_benchmark"]
 
 
 def summarize_benchmark(frame: Any) -> dict[str, int]:
@@ -37,39 +37,6 @@ def summarize_benchmark(frame: Any) -> dict[str, int]:
         "above_published": int((published & (frame["certified"] > frame["published"])).sum()),
         "above_true_upper": int((frame["certified"] > frame["true_upper"] + 1e-12).sum()),
     }
-
-
-def format_benchmark(frame: Any) -> str:
-    """A :func:`run_benchmark` frame as a Markdown table plus the :func:`summarize_benchmark`
-    counts (what ``dpaudit bench-flawed`` prints)."""
-
-    def number(x: Any) -> str:
-        if x is None or (isinstance(x, float) and math.isnan(x)):
-            return "-"
-        return "inf" if math.isinf(x) else f"{x:.4g}"
-
-    lines = [
-        "| mechanism | claimed | true eps | certified (95%) | verdict | best published | trials |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for row in frame.itertuples():
-        true = number(row.true_lower)
-        if row.true_lower != row.true_upper:
-            true = f"[{number(row.true_lower)}, {number(row.true_upper)}]"
-        verdict = "violated" if row.flagged else "consistent"
-        lines.append(
-            f"| {row.name} | {number(row.claimed_epsilon)} | {true} | {number(row.certified)} "
-            f"| {verdict} | {number(row.published)} | {row.trials:,} |"
-        )
-    s = summarize_benchmark(frame)
-    lines.append("")
-    lines.append(
-        f"broken flagged: {s['broken_flagged']}/{s['broken']}; correct flagged: "
-        f"{s['correct_flagged']}/{s['correct']}; above the best published bound: "
-        f"{s['above_published']}/{s['with_published']}; above the true eps: "
-        f"{s['above_true_upper']}"
-    )
-    return "\n".join(lines)
 
 
 def run_benchmark(

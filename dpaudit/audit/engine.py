@@ -47,7 +47,7 @@ from tqdm import tqdm
 from dpaudit._core.provenance import audit_metadata
 from dpaudit._core.streams import STREAMS as _ALL_STREAMS
 from dpaudit._core.streams import chunk_generator
-from dpaudit._core.validation import check_choice, check_integer, check_probability
+from dpaudit._core.validation import check_choice, check_integer, check_n_jobs, check_probability
 from dpaudit.attacks.base import Attack
 from dpaudit.attacks.delta_leak import DeltaLeak
 from dpaudit.attacks.likelihood_ratio import LikelihoodRatio
@@ -420,12 +420,8 @@ def _checked_thresholds(strategy: str, threshold: object) -> np.ndarray | None:
 
 def _check_run_options(n_jobs: object, progress: object, store: object) -> None:
     """Check the options that change how the audit runs, never what it finds."""
-    if n_jobs is not None and (
-        isinstance(n_jobs, bool) or not isinstance(n_jobs, int | np.integer) or n_jobs == 0
-    ):
-        raise ValueError(
-            f"n_jobs must be None or a non-zero integer (-1 = all cores), got {n_jobs!r}"
-        )
+    if n_jobs is not None:
+        check_n_jobs("n_jobs", n_jobs)
     if progress is not None and not isinstance(progress, bool):
         raise ValueError(f"progress must be None, True or False, got {progress!r}")
     if store is not None and not isinstance(store, str | os.PathLike):

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from dpaudit._core.jsonvalues import to_json_value
 from dpaudit._core.validation import check_integer
 from dpaudit.bounds import pld as pld_lib
 from dpaudit.bounds.composition import AdvancedComposition, OptimalComposition
@@ -169,7 +170,7 @@ class Composed(Mechanism):
                     for c in m.components:
                         visit(c, times)
                 return
-            key = (type(m), json.dumps(m.params(), sort_keys=True, default=str))
+            key = (type(m), json.dumps(to_json_value(m.params(), unknown="str"), sort_keys=True))
             if key in counts:
                 counts[key][1] += times
             else:

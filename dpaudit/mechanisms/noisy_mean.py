@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from dpaudit._core.streams import object_generator
 from dpaudit._core.validation import (
     as_float_array,
     check_choice,
@@ -79,9 +80,6 @@ CALIBRATIONS = ("release", "coordinate")
 
 #: Tracing games: one fixed dataset for all trials, or a fresh dataset in every trial.
 GAMES = ("fixed", "fresh")
-
-# Independent streams of SeedSequence(seed, spawn_key=(stream,)).
-_POPULATION_STREAM, _DATA_STREAM, _REFERENCE_STREAM = 0, 1, 2
 
 
 class NoisyMean(Mechanism):
@@ -150,9 +148,7 @@ class NoisyMean(Mechanism):
         self._calibrate(sigma, scale, mu, eps, delta)
         self._population_given = population is not None
         if population is None:
-            rng = np.random.default_rng(
-                np.random.SeedSequence(self.seed, spawn_key=(_POPULATION_STREAM,))
-            )
+            rng = object_generator(self.seed, "noisy_mean_population")
             self.population = rng.uniform(-1.0, 1.0, size=self.d)
         else:
             self.population = self._check_population(population)
@@ -309,8 +305,7 @@ class NoisyMean(Mechanism):
     def _seeded_records(self) -> np.ndarray:
         """The population sample fixed by ``seed``: rows ``0 .. n-1`` are the dataset (row 0 the
         target), row ``n`` a fresh draw (the target's replacement in the tracing game)."""
-        rng = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(_DATA_STREAM,)))
-        return self.draw_records(self.n + 1, rng)
+        return self.draw_records(self.n + 1, object_generator(self.seed, "noisy_mean_data"))
 
     @property
     def target(self) -> np.ndarray:
@@ -325,8 +320,8 @@ class NoisyMean(Mechanism):
     def reference_records(self, count: int) -> np.ndarray:
         """``count`` records drawn from the population, outside every dataset of the games
         (reference individuals for :class:`~dpaudit.attacks.Tracing`); fixed by ``seed``."""
-        ss = np.random.SeedSequence(self.seed, spawn_key=(_REFERENCE_STREAM,))
-        return self.draw_records(count, np.random.default_rng(ss))
+        rng = object_generator(self.seed, "noisy_mean_reference")
+        return self.draw_records(count, rng)
 
     def records(self, dataset: object, name: str = "dataset") -> np.ndarray:
         """Validate a dataset: int8 array ``(k, d)``, ``k <= n``, entries in ``{-1, 0, +1}``

@@ -8,6 +8,7 @@ gives no value); the HTML and Markdown writers format them with
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -15,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from dpaudit._core.validation import check_nonnegative, check_probability
+from dpaudit.audit.benchmark import summarize_benchmark
 from dpaudit.mechanisms.base import METHOD_KINDS, Mechanism
 from dpaudit.reports.records import as_record, from_json_value, tightness_ratio
 from dpaudit.reports.text import (
@@ -27,6 +29,7 @@ from dpaudit.reports.text import (
 
 __all__ = [
     "bounds_table",
+    "format_benchmark",
     "parameters_table",
     "index_table",
     "theory_table",
@@ -240,3 +243,36 @@ def format_frame(frame: pd.DataFrame) -> str:
     """A frame as aligned plain text, numbers formatted like the reports."""
     shown = pd.DataFrame({c: [format_cell(c, v) for v in frame[c].tolist()] for c in frame.columns})
     return shown.to_string(index=False)
+
+
+def format_benchmark(frame: Any) -> str:
+    """A :func:`~dpaudit.audit.benchmark.run_benchmark` frame as a Markdown table plus the
+    :func:`~dpaudit.audit.benchmark.summarize_benchmark` counts (what ``dpaudit bench-flawed``
+    prints); numbers as everywhere in reports (:func:`~dpaudit.reports.text.format_number`, no
+    value as an em dash)."""
+
+    def number(x: Any) -> str:
+        return format_number(None if isinstance(x, float) and math.isnan(x) else x)
+
+    lines = [
+        "| mechanism | claimed | true eps | certified (95%) | verdict | best published | trials |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for row in frame.itertuples():
+        true = number(row.true_lower)
+        if row.true_lower != row.true_upper:
+            true = f"[{number(row.true_lower)}, {number(row.true_upper)}]"
+        verdict = "violated" if row.flagged else "consistent"
+        lines.append(
+            f"| {row.name} | {number(row.claimed_epsilon)} | {true} | {number(row.certified)} "
+            f"| {verdict} | {number(row.published)} | {row.trials:,} |"
+        )
+    s = summarize_benchmark(frame)
+    lines.append("")
+    lines.append(
+        f"broken flagged: {s['broken_flagged']}/{s['broken']}; correct flagged: "
+        f"{s['correct_flagged']}/{s['correct']}; above the best published bound: "
+        f"{s['above_published']}/{s['with_published']}; above the true eps: "
+        f"{s['above_true_upper']}"
+    )
+    return "\n".join(lines)

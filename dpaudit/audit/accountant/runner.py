@@ -12,7 +12,7 @@ from joblib import Parallel, delayed
 from tqdm import tqdm
 
 from dpaudit._core.streams import chunk_generator
-from dpaudit._core.validation import check_integer, check_probability
+from dpaudit._core.validation import check_integer, check_n_jobs, check_probability
 from dpaudit.accountants.claims import Claim
 from dpaudit.accountants.convert import as_claim
 from dpaudit.accountants.libraries import AccountantUnavailable
@@ -101,8 +101,7 @@ def _default_epsilons(
 
 # --------------------------------------------------------------------------------------- steps
 def _check_run_options(n_jobs: object, importance: object, progress: object) -> None:
-    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int | np.integer) or n_jobs == 0:
-        raise ValueError(f"n_jobs must be a non-zero integer (-1 = all cores), got {n_jobs!r}")
+    check_n_jobs("n_jobs", n_jobs)
     if importance not in ("auto", True, False):
         raise ValueError(f"importance must be 'auto', True or False, got {importance!r}")
     if progress is not None and not isinstance(progress, bool):
