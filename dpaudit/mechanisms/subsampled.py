@@ -27,8 +27,12 @@ Wang 2022), in both orders. Sampling draws one inclusion pattern per output and 
 pattern (one base ``sample`` call per distinct pattern); :meth:`log_density` sums the base density
 over every pattern of the records that differ from the reference (at most 16 of them). Theory:
 randomized-response bases get the exact ``C_q(f)``, a PLD (``pld.poisson_subsampled_discrete``)
-and RDP (Zhu & Wang 2019); subsampled randomized response is the worst case of every subsampled
+and their exact RDP; subsampled randomized response is the worst case of every subsampled
 ``eps0``-DP mechanism (Balle, Barthe & Gaboardi 2018), so its theory is also the generic bound.
+Compositions run on one subsample: ``t`` runs of one randomized response get the same theory
+through a sufficient statistic with ``2 t + 1`` values, Gaussian runs with one clipping norm
+(reference 0) that of one Gaussian with ``sigma = (sum_i 1/sigma_i^2)^(-1/2)``; any other base
+with an RDP curve gets RDP (docs/theory.md#tradeoff).
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from scipy.special import betaln
+from scipy.special import betaln, gammaln, logsumexp
 
 from dpaudit._core.validation import check_integer, check_probability
 from dpaudit.bounds import pld as pld_lib
@@ -52,6 +56,7 @@ from dpaudit.bounds.rdp import (
     rdp_laplace,
     rdp_poisson_subsampled,
     rdp_poisson_subsampled_gaussian,
+    rdp_poisson_subsampled_reverse,
 )
 from dpaudit.mechanisms.base import (
     AdditiveNoiseMechanism,
@@ -139,6 +144,52 @@ def _require_mechanism(base: object, what: str) -> Mechanism:
     return base
 
 
+def _rr_runs_log_pmf(eps: float, k: int, times: int) -> np.ndarray:
+    """``log P(S = s)`` for ``s = -times .. times``, where ``S`` counts the reports equal to the
+    other category minus those equal to the true one, over ``times`` independent ``k``-ary
+    randomized-response reports of one record.
+
+    Each report is the truth with probability ``a = e^eps / (e^eps + k - 1)``, a given other
+    category with ``b = 1 / (e^eps + k - 1)`` and one of the remaining ``k - 2`` with
+    ``(k - 2) b``, so ``(#truth, #other, #rest)`` is multinomial; the trinomial terms are summed
+    in log space (entries ``-inf`` where ``s`` cannot occur, e.g. wrong parity for ``k = 2``).
+    """
+    z = 1.0 + (k - 1) * math.exp(-eps)
+    log_a, log_b = -math.log(z), -eps - math.log(z)
+    n = np.arange(times + 1, dtype=float)
+    minus, plus = n[:, None], n[None, :]
+    rest = times - minus - plus
+    feasible = rest >= 0 if k > 2 else rest == 0
+    rest = np.maximum(rest, 0.0)
+    log_rest = math.log(k - 2) + log_b if k > 2 else 0.0
+    terms = (
+        gammaln(times + 1.0)
+        - gammaln(minus + 1.0)
+        - gammaln(plus + 1.0)
+        - gammaln(rest + 1.0)
+        + minus * log_a
+        + plus * log_b
+        + rest * log_rest
+    )
+    terms = np.where(feasible, terms, -np.inf)
+    # s = plus - minus is constant along each diagonal of the (minus, plus) grid
+    diagonals = [np.diagonal(terms, offset=s) for s in range(-times, times + 1)]
+    return np.array([logsumexp(d) if np.isfinite(d).any() else -np.inf for d in diagonals])
+
+
+def _mixture_rdp(
+    log_p: np.ndarray, log_ratio: np.ndarray, orders: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Exact Rényi divergences ``D_lambda(Q||P)`` and ``D_lambda(P||Q)`` of two pmfs given
+    ``log p`` and ``log q/p`` (both finite), ``lambda > 1``:
+    ``log sum_s p_s (q_s/p_s)^lambda / (lambda - 1)`` and
+    ``log sum_s p_s (q_s/p_s)^(1 - lambda) / (lambda - 1)`` (Mironov 2017, Definition 3)."""
+    lam = orders[:, None]
+    qp = logsumexp(log_p[None, :] + lam * log_ratio[None, :], axis=1) / (orders - 1.0)
+    pq = logsumexp(log_p[None, :] + (1.0 - lam) * log_ratio[None, :], axis=1) / (orders - 1.0)
+    return np.maximum(qp, 0.0), np.maximum(pq, 0.0)
+
+
 #: Most records that differ from the reference in a dataset subsampled by substitution (the
 #: exact density sums over all ``2^m`` inclusion patterns).
 MAX_SUBSTITUTED_RECORDS = 16
@@ -154,6 +205,8 @@ class _Subsampled(Mechanism):
     Theory (for Gaussian and Laplace bases) is that of the dominating pair ``P`` vs
     ``(1 - r) P + r P'``, with ``P, P'`` the base noise around 0 and around ``shift``, where
     ``r = rate`` and ``shift`` is :attr:`sensitivity` (Poisson) or twice it (fixed size).
+    Randomized response, compositions of one randomized response, Gaussian runs and other bases
+    with an RDP curve: see :meth:`exact_curve`, :meth:`pld` and :meth:`rdp`.
     """
 
     def __init__(self, base: Mechanism, reference: object = None) -> None:
@@ -177,8 +230,10 @@ class _Subsampled(Mechanism):
 
     @property
     def sensitivity(self) -> float:
-        """Clipping norm of the base mechanism."""
-        return self.base.sensitivity
+        """Clipping norm of the base mechanism (for a composition of Gaussian runs with one
+        clipping norm, that norm)."""
+        gaussian = self._gaussian_runs()
+        return gaussian[1] if gaussian is not None else self.base.sensitivity
 
     @property
     @abstractmethod
@@ -190,15 +245,105 @@ class _Subsampled(Mechanism):
     def shift(self) -> float:
         """Largest change of the sum between neighbouring datasets (the base pair's shift)."""
 
+    def _composed_atoms(self) -> list[tuple[Mechanism, int]] | None:
+        """The runs of a composed base, ``(mechanism, times)`` from its ``atoms()``
+        (substitution: one subsample serves every run, as :meth:`sample` draws it); ``None`` for
+        any other base. Read through ``atoms`` because the composition module imports this one."""
+        atoms = getattr(self.base, "atoms", None)
+        return atoms() if callable(atoms) else None
+
+    def _gaussian_runs(self) -> tuple[float, float] | None:
+        """``(sigma, Delta)`` of the single Gaussian equivalent to the base, or ``None``.
+
+        A Gaussian base is itself. A composition whose runs are all Gaussian with one clipping
+        norm ``Delta``, subsampled by substitution with the zero record as reference, adds the
+        noise of every run to the sum of one subsample; on ``s`` against ``s + v`` the log
+        likelihood ratio of the runs depends on the outputs only through ``sum_i y_i / sigma_i^2``,
+        a sufficient statistic that is the sum plus Gaussian noise with
+        ``sigma = (sum_i n_i / sigma_i^2)^(-1/2)`` (``sigma / sqrt(t)`` for ``t`` equal runs:
+        ``mu = sqrt(t) Delta / sigma``, as in DRS Corollary 2). The subsampling mixture is a
+        function of the same statistic, so the pair ``P`` vs ``(1 - r) P + r P'`` of the
+        composition has the privacy loss distribution of the subsampled single Gaussian.
+        """
+        if isinstance(self.base, Gaussian):
+            return self.base.sigma, self.base.sensitivity
+        atoms = self._composed_atoms()
+        if atoms is None or not all(isinstance(m, Gaussian) for m, _ in atoms):
+            return None
+        norms = {m.sensitivity for m, _ in atoms}
+        if len(norms) != 1 or np.any(self.reference):
+            return None
+        precision = math.fsum(n / m.sigma**2 for m, n in atoms)
+        return 1.0 / math.sqrt(precision), norms.pop()
+
+    def _rr_runs(self) -> tuple[RandomizedResponse, int] | None:
+        """``(mechanism, times)`` when the base is ``times`` runs of one randomized response
+        mechanism (a composition with that single atom, or the mechanism itself once), else
+        ``None``."""
+        if isinstance(self.base, RandomizedResponse):
+            return self.base, 1
+        atoms = self._composed_atoms()
+        if atoms is None or len(atoms) != 1 or not isinstance(atoms[0][0], RandomizedResponse):
+            return None
+        return atoms[0]
+
+    def _rr_runs_laws(self) -> tuple[np.ndarray, np.ndarray]:
+        """``t`` runs of randomized response on one record: ``log p`` of the sufficient statistic
+        ``S`` (reports equal to the other category minus reports equal to the reference) on the
+        reference, and ``log p'/p = eps S`` (each report's likelihood ratio between the other
+        category and the reference is ``e^eps``, ``e^-eps`` or 1, and the runs are independent;
+        every other category gives the same law by symmetry). The likelihood ratio, hence every
+        privacy loss of ``P`` against ``(1 - r) P + r P'``, is a function of ``S``; outcomes that
+        cannot occur are dropped. ``S`` has ``2 t + 1`` values instead of ``k^t`` outputs."""
+        rr, times = self._rr_runs()
+        log_p = _rr_runs_log_pmf(rr.eps, rr.k, times)
+        s = np.arange(-times, times + 1, dtype=float)
+        keep = np.isfinite(log_p)
+        return log_p[keep], rr.eps * s[keep]
+
+    def _rr_runs_pmfs(self) -> tuple[np.ndarray, np.ndarray]:
+        """The pmfs ``p``, ``p'`` of the sufficient statistic of :meth:`_rr_runs_laws`."""
+        log_p, log_lr = self._rr_runs_laws()
+        p = np.exp(log_p)
+        p_prime = np.exp(log_p + log_lr)
+        return p / p.sum(), p_prime / p_prime.sum()
+
+    @property
+    def _generic_rdp(self) -> bool:
+        """Whether the base's own RDP curve bounds the pair of the reference against any other
+        record, so that :meth:`rdp` can subsample it: the base has an RDP curve and either
+        replaces one record (``replace_one``: the reference and the record are neighbours) or,
+        under Poisson sampling (``add_remove``), is a composition of noisy sum queries with the
+        zero record as reference (a zero record is the same as no record, so reference against
+        record is an add/remove pair). Fixed-size sampling of an ``add_remove`` base would need
+        the base's replace-one curve, which it does not state."""
+        if self.summed or "rdp" not in self.base.theory_methods:
+            return False
+        if self.base.relation == "replace_one":
+            return True
+        atoms = self._composed_atoms()
+        poisson = type(self).relation == "add_remove"  # the sampling scheme's own relation
+        return (
+            poisson
+            and atoms is not None
+            and all(isinstance(m, AdditiveNoiseMechanism) for m, _ in atoms)
+            and not np.any(self.reference)
+        )
+
     @property
     def _has_theory(self) -> bool:
-        return isinstance(self.base, Gaussian | Laplace | RandomizedResponse)
+        if isinstance(self.base, Laplace | RandomizedResponse):
+            return True
+        return self._gaussian_runs() is not None or self._rr_runs() is not None
 
     def _require_theory(self) -> None:
         if not self._has_theory:
             raise ValueError(
-                f"{self.name} has no theory: only Gaussian, Laplace and randomized-response "
-                "bases are covered"
+                f"{self.name} has no theory here: exact curves and privacy loss distributions "
+                "cover Gaussian, Laplace and randomized-response bases, compositions of Gaussian "
+                "runs with one clipping norm (reference 0) and compositions of one "
+                "randomized-response mechanism; RDP also covers other bases with an RDP curve "
+                "(replace_one, or noisy sums with reference 0 under Poisson sampling)"
             )
 
     def _rr_pmfs(self) -> tuple[np.ndarray, np.ndarray]:
@@ -215,74 +360,139 @@ class _Subsampled(Mechanism):
     def exact_curve(self) -> tradeoff.TradeoffCurve:
         """``C_r(f)`` with ``f`` the base trade-off at the shift (DRS Definition 6, Theorem 9,
         closed form eq. (13)). It is the largest symmetric trade-off function below both orders
-        of the dominating pair, so its ``delta(eps)`` is exact."""
+        of the dominating pair, so its ``delta(eps)`` is exact. Gaussian runs: ``f = G_mu`` of
+        the equivalent Gaussian (:meth:`_gaussian_runs`); runs of randomized response: ``f`` is
+        the exact trade-off of the sufficient statistic's two pmfs (:meth:`_rr_runs_laws`,
+        Neyman-Pearson)."""
         self._require_theory()
+        gaussian = self._gaussian_runs()
         if isinstance(self.base, RandomizedResponse):
             f = tradeoff.randomized_response(self.base.eps, self.base.k)
-        elif isinstance(self.base, Gaussian):
-            f = gdp(self.shift / self.base.sigma)
-        else:
+        elif gaussian is not None:
+            f = gdp(self.shift / gaussian[0])
+        elif isinstance(self.base, Laplace):
             f = tradeoff.laplace_tradeoff(self.shift / self.base.scale)
+        else:
+            f = tradeoff.from_discrete(*self._rr_runs_pmfs(), name=f"T({self.base.name})")
         return tradeoff.subsample(f, self.rate)
 
     def pld(self, step: float | None = None) -> pld_lib.PLD:
         """Privacy loss distributions of the dominating pair, both orders (``delta`` is the
         larger of the two). Randomized-response base: the exact PLD of ``p`` against
-        ``(1 - q) p + q p'`` on the report's ``k`` values."""
+        ``(1 - q) p + q p'`` on the report's ``k`` values; runs of randomized response: the same
+        on the ``2 t + 1`` values of the sufficient statistic (:meth:`_rr_runs_laws`); Gaussian
+        runs: the subsampled equivalent Gaussian (:meth:`_gaussian_runs`)."""
         self._require_theory()
+        gaussian = self._gaussian_runs()
         if isinstance(self.base, RandomizedResponse):
             p, p_prime = self._rr_pmfs()
             return pld_lib.poisson_subsampled_discrete(p, p_prime, rate=self.rate, step=step)
-        if isinstance(self.base, Gaussian):
+        if gaussian is not None:
             return pld_lib.poisson_subsampled_gaussian(
-                self.base.sigma, rate=self.rate, sensitivity=self.shift, step=step
+                gaussian[0], rate=self.rate, sensitivity=self.shift, step=step
             )
-        return pld_lib.poisson_subsampled_laplace(
-            self.base.scale, rate=self.rate, sensitivity=self.shift, step=step
-        )
+        if isinstance(self.base, Laplace):
+            return pld_lib.poisson_subsampled_laplace(
+                self.base.scale, rate=self.rate, sensitivity=self.shift, step=step
+            )
+        p, p_prime = self._rr_runs_pmfs()
+        return pld_lib.poisson_subsampled_discrete(p, p_prime, rate=self.rate, step=step)
 
     def rdp(self, orders: object = None) -> RDPCurve:
-        """RDP of the dominating pair. Gaussian base: Mironov, Talwar & Zhang 2019 (exact, both
-        orders). Laplace base: the Zhu & Wang 2019 bound (Theorem 6), defined at integer orders;
-        a fractional order takes the value of the next integer order, a valid bound because
-        Rényi divergences do not decrease with the order (van Erven & Harremoës 2014, Thm. 3).
-        Randomized-response base: the same Zhu & Wang bound on the base's exact RDP curve.
+        """RDP of the dominating pair. Gaussian base or Gaussian runs (the equivalent Gaussian of
+        :meth:`_gaussian_runs`): Mironov, Talwar & Zhang 2019 (exact, both orders). Laplace
+        base: the binomial formula of Zhu & Wang 2019, which they prove exact for the Laplace
+        mechanism (both orders), defined at integer orders; a fractional order takes the value
+        of the next integer order, a valid bound because Rényi divergences do not decrease with
+        the order (van Erven & Harremoës 2014, Thm. 3). Randomized-response base and runs of it:
+        the exact Rényi divergences of ``P`` and ``(1 - r) P + r P'`` in both orders (the larger
+        one), summed over the sufficient statistic of :meth:`_rr_runs_laws`, at every order
+        ``> 1``. Any other base with an RDP curve: :meth:`_generic_rdp_curve`.
         """
+        if not self._has_theory and self._generic_rdp:
+            return self._generic_rdp_curve(orders)
         self._require_theory()
         lam = np.asarray(DEFAULT_ORDERS if orders is None else orders, dtype=float)
-        if isinstance(self.base, Gaussian):
+        gaussian = self._gaussian_runs()
+        if gaussian is not None:
             return rdp_poisson_subsampled_gaussian(
-                self.base.sigma / self.shift, rate=self.rate, orders=lam
+                gaussian[0] / self.shift, rate=self.rate, orders=lam
             )
+        if self._rr_runs() is not None:
+            return self._rr_runs_rdp(lam)
         at = np.maximum(np.ceil(lam), 2.0)
         integers = np.unique(at)
         base_orders = np.arange(2.0, integers[-1] + 1)
-        if isinstance(self.base, RandomizedResponse):
-            base = self.base.rdp(orders=base_orders)
-        else:
-            base = rdp_laplace(self.base.scale, self.shift, orders=base_orders)
+        base = rdp_laplace(self.base.scale, self.shift, orders=base_orders)
         sub = rdp_poisson_subsampled(
             lambda k: base.eps[int(k) - 2], rate=self.rate, orders=integers
         )
         eps = sub.eps[np.searchsorted(sub.orders, at)]
         return RDPCurve(lam, eps, name=f"RDP {self.name}")
 
+    def _generic_rdp_curve(self, orders: object) -> RDPCurve:
+        """Any base with an RDP curve ``eps(.)`` (see :attr:`_generic_rdp`), integer orders: the
+        larger of the binomial expansion of ``D_lambda(Q||P)`` (:func:`rdp_poisson_subsampled`,
+        exact when ``eps`` is exact; Zhu & Wang 2019) and the bound on ``D_lambda(P||Q)`` of
+        :func:`rdp_poisson_subsampled_reverse`, both from the base's curve at ``2 ... lambda``. A
+        fractional order takes the value of the next integer order (Rényi divergences do not
+        decrease with the order, van Erven & Harremoës 2014, Thm. 3). Neither order exceeds the
+        base's own ``eps(lambda)``: ``(p, q) -> p^lambda q^(1-lambda)`` is jointly convex (the
+        perspective of ``x^lambda``), so ``E[(Q/P)^lambda] <= 1 - r + r e^{(lambda-1) eps}`` and
+        likewise for ``P||Q``; the smaller value is kept. For a neighbouring pair that is not the
+        worst case, the same joint convexity over the other records' inclusion reduces it to
+        such pairs (Zhu & Wang 2019, Section 3)."""
+        lam = np.asarray(DEFAULT_ORDERS if orders is None else orders, dtype=float)
+        at = np.maximum(np.ceil(lam), 2.0)
+        integers = np.unique(at)
+        base = self.base.rdp(orders=np.arange(2.0, integers[-1] + 1)).eps
+        unsampled = self.base.rdp(orders=lam).eps
+
+        def eps(k: float) -> float:
+            return base[int(k) - 2]
+
+        forward = rdp_poisson_subsampled(eps, rate=self.rate, orders=integers)
+        reverse = rdp_poisson_subsampled_reverse(eps, rate=self.rate, orders=integers)
+        both = np.maximum(forward.eps, reverse.eps)[np.searchsorted(integers, at)]
+        return RDPCurve(lam, np.minimum(both, unsampled), name=f"RDP {self.name}")
+
+    def _rr_runs_rdp(self, orders: np.ndarray) -> RDPCurve:
+        """Exact RDP of subsampled runs of randomized response: with ``log q/p =
+        log(1 - r + r e^{eps S})`` on the sufficient statistic ``S``, the larger of
+        ``D_lambda(Q||P)`` and ``D_lambda(P||Q)`` (:func:`_mixture_rdp`)."""
+        lam = np.asarray(orders, dtype=float)
+        if lam.ndim != 1 or lam.size == 0 or not np.all(lam > 1.0) or not np.isfinite(lam).all():
+            raise ValueError(
+                f"orders must be a non-empty 1-d array of finite values > 1, got {orders!r}"
+            )
+        log_p, log_lr = self._rr_runs_laws()
+        log_ratio = np.logaddexp(
+            math.log1p(-self.rate) if self.rate < 1 else -np.inf, math.log(self.rate) + log_lr
+        )
+        qp, pq = _mixture_rdp(log_p, log_ratio, lam)
+        return RDPCurve(lam, np.maximum(qp, pq), name=f"RDP {self.name}")
+
     @property
     def pure_epsilon(self) -> float | None:
         """Laplace base: ``log(1 + r (e^eps0 - 1))`` with ``eps0 = shift / b`` (amplification by
         subsampling, Steinke 2022 Theorem 29, Balle, Barthe & Gaboardi 2018); the same with
-        ``eps0 = eps`` for a randomized-response base; otherwise ``None``."""
+        ``eps0 = eps`` for a randomized-response base and ``eps0 = t eps`` for ``t`` runs of it
+        (the largest privacy loss, ``S = t``, attains it); otherwise ``None``."""
         if isinstance(self.base, RandomizedResponse):
             return amplify_by_subsampling(self.base.eps, 0.0, self.rate)[0]
+        runs = self._rr_runs()
+        if runs is not None:
+            return amplify_by_subsampling(runs[1] * runs[0].eps, 0.0, self.rate)[0]
         if not isinstance(self.base, Laplace):
             return None
         return amplify_by_subsampling(self.shift / self.base.scale, 0.0, self.rate)[0]
 
     def _theories(self) -> dict[str, Callable[[], PrivacyProfile]]:
         """``exact`` (``C_r(f)``), ``pld``, ``rdp`` for Gaussian, Laplace and randomized-response
-        bases."""
+        bases, compositions of Gaussian runs (reference 0) and compositions of one
+        randomized-response mechanism."""
         if not self._has_theory:
-            return {}
+            return {"rdp": self.rdp} if self._generic_rdp else {}
         return {
             "exact": lambda: CurveProfile(self.exact_curve()),
             "pld": self.pld,
