@@ -42,7 +42,6 @@ __all__ = [
     "rdp_randomized_response",
     "rdp_poisson_subsampled_gaussian",
     "rdp_poisson_subsampled",
-    "rdp_poisson_subsampled_reverse",
     "ZCDP",
     "zcdp_from_pure_dp",
 ]
@@ -666,8 +665,8 @@ def rdp_poisson_subsampled(
     orders: object = DEFAULT_INTEGER_ORDERS,
 ) -> RDPCurve:
     """RDP of a Poisson-subsampled mechanism from the RDP curve of the base mechanism, integer
-    orders ``>= 2`` (Zhu & Wang 2019, "Poisson subsampled Rényi differential privacy", Theorem 6;
-    Steinke 2022, Theorem 34), ``add_remove`` neighbours:
+    orders ``>= 2`` (Steinke 2022, Theorem 34, which bounds both orders of the pair; the order
+    ``P || Q`` is never the larger one, his Theorem 35), ``add_remove`` neighbours:
 
     ``eps'(lambda) <= log( (1-q)^(lambda-1) (lambda q - q + 1) + sum_{k=2}^{lambda} C(lambda,k)
     (1-q)^(lambda-k) q^k e^((k-1) eps(k)) ) / (lambda-1)``.
@@ -822,58 +821,3 @@ def zcdp_from_pure_dp(eps: float) -> ZCDP:
     """``eps``-DP implies ``(eps^2 / 2)``-zCDP (Bun & Steinke 2016, Proposition 1.4)."""
     eps = check_nonnegative("eps", eps)
     return ZCDP(0.5 * eps * eps, name=f"zCDP from {eps:g}-DP")
-
-
-def rdp_poisson_subsampled_reverse(
-    base_rdp: Callable[[float], float],
-    *,
-    rate: float,
-    orders: object = DEFAULT_INTEGER_ORDERS,
-) -> RDPCurve:
-    """Bound on the other order of a Poisson-subsampled pair, ``D_lambda(P || (1-q) P + q P')``,
-    from an RDP curve ``eps(k) >= D_k(P'||P), D_k(P||P')`` of the base, integer orders ``>= 2``.
-
-    :func:`rdp_poisson_subsampled` is the binomial expansion of ``E_P[(1 - q + q L)^lambda]``,
-    ``L = p'/p``: the order ``D_lambda(Q||P)`` only. For ``D_lambda(P||Q)`` write
-    ``p/q = 1 + q Z`` with ``Z = (p - p')/Q``, ``E_Q[Z] = 0``, expand ``E_Q[(1 + q Z)^lambda]``
-    the same way (Zhu & Wang 2019, Section 3, and Wang, Balle & Kasiviswanathan 2019 expand
-    around the mixture alike) and use ``Q >= (1 - q) P``:
-    ``E_Q|Z|^j <= (1-q)^(1-j) E_P|1 - L|^j``, with ``E_P (1 - L)^2 = e^{eps(2)} - 1`` and
-    ``|1 - L|^j <= 1 + L^j`` (so ``E_P|1 - L|^j <= 1 + e^{(j-1) eps(j)}``) for ``j >= 3``:
-
-    ``A = 1 + C(lambda,2) q^2 (e^{eps(2)} - 1)/(1-q) + sum_{j=3}^{lambda} C(lambda,j) q^j
-    (1-q)^(1-j) (1 + e^{(j-1) eps(j)})``.
-
-    The result is the smallest of ``log(A)/(lambda-1)``, the joint-convexity bound
-    ``log(1 - q + q e^{(lambda-1) eps(lambda)})/(lambda-1)`` (``x -> x^(1-lambda)`` is convex, so
-    ``E_P[(1 - q + q L)^(1-lambda)] <= 1 - q + q E_P[L^(1-lambda)]``) and ``-log(1-q)``
-    (``p/q <= 1/(1-q)`` everywhere).
-    """
-    q = check_probability("rate", rate)
-    lam = _check_orders(orders, integer=True, maximum=_MAX_SUBSAMPLED_ORDER)
-    if not callable(base_rdp):
-        raise ValueError(f"base_rdp must be a callable order -> eps, got {base_rdp!r}")
-    ks = np.arange(2, int(lam.max()) + 1, dtype=float)
-    base = np.array([float(base_rdp(float(k))) for k in ks])
-    bad = np.isnan(base) | (base < 0)
-    if bad.any():
-        first = int(np.argmax(bad))
-        raise ValueError(
-            f"base_rdp must return values in [0, inf]; base_rdp({ks[first]:g}) = {base[first]!r}"
-        )
-    name = f"RDP Poisson-subsampled reverse order(rate={q:g})"
-    if q == 0.0 or q == 1.0:
-        eps = np.zeros_like(lam) if q == 0.0 else base[(lam - 2).astype(int)]
-        return RDPCurve(lam, eps, name=name)
-    log_q, log_1mq = math.log(q), math.log1p(-q)
-    # log E_P|1 - L|^j bounds: j = 2 exactly, j >= 3 through 1 + L^j
-    with np.errstate(over="ignore"):
-        log_moment = np.where(ks == 2, _log_expm1(base), np.logaddexp(0.0, (ks - 1.0) * base))
-    eps = np.empty_like(lam)
-    for i, order in enumerate(lam):
-        j = ks[ks <= order]
-        terms = _log_binom(order, j) + j * log_q + (1.0 - j) * log_1mq + log_moment[: j.size]
-        expansion = np.logaddexp(0.0, special.logsumexp(terms)) / (order - 1.0)
-        convexity = np.logaddexp(log_1mq, log_q + (order - 1.0) * base[j.size - 1]) / (order - 1.0)
-        eps[i] = min(expansion, convexity, -log_1mq)
-    return RDPCurve(lam, eps, name=name)

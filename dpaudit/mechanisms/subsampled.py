@@ -56,7 +56,6 @@ from dpaudit.bounds.rdp import (
     rdp_laplace,
     rdp_poisson_subsampled,
     rdp_poisson_subsampled_gaussian,
-    rdp_poisson_subsampled_reverse,
 )
 from dpaudit.mechanisms.base import (
     AdditiveNoiseMechanism,
@@ -401,8 +400,8 @@ class _Subsampled(Mechanism):
     def rdp(self, orders: object = None) -> RDPCurve:
         """RDP of the dominating pair. Gaussian base or Gaussian runs (the equivalent Gaussian of
         :meth:`_gaussian_runs`): Mironov, Talwar & Zhang 2019 (exact, both orders). Laplace
-        base: the binomial formula of Zhu & Wang 2019, which they prove exact for the Laplace
-        mechanism (both orders), defined at integer orders; a fractional order takes the value
+        base: the binomial formula of Steinke 2022, Theorem 34 (both orders), defined at integer
+        orders; a fractional order takes the value
         of the next integer order, a valid bound because Rényi divergences do not decrease with
         the order (van Erven & Harremoës 2014, Thm. 3). Randomized-response base and runs of it:
         the exact Rényi divergences of ``P`` and ``(1 - r) P + r P'`` in both orders (the larger
@@ -432,11 +431,11 @@ class _Subsampled(Mechanism):
 
     def _generic_rdp_curve(self, orders: object) -> RDPCurve:
         """Any base with an RDP curve ``eps(.)`` (see :attr:`_generic_rdp`), integer orders: the
-        larger of the binomial expansion of ``D_lambda(Q||P)`` (:func:`rdp_poisson_subsampled`,
-        exact when ``eps`` is exact; Zhu & Wang 2019) and the bound on ``D_lambda(P||Q)`` of
-        :func:`rdp_poisson_subsampled_reverse`, both from the base's curve at ``2 ... lambda``. A
-        fractional order takes the value of the next integer order (Rényi divergences do not
-        decrease with the order, van Erven & Harremoës 2014, Thm. 3). Neither order exceeds the
+        binomial formula of :func:`rdp_poisson_subsampled` from the base's curve at
+        ``2 ... lambda`` (Steinke 2022, Theorem 34; it bounds both orders, the order
+        ``D_lambda(P||Q)`` never being the larger, his Theorem 35). A fractional order takes the
+        value of the next integer order (Rényi divergences do not decrease with the order, van
+        Erven & Harremoës 2014, Thm. 3). Neither order exceeds the
         base's own ``eps(lambda)``: ``(p, q) -> p^lambda q^(1-lambda)`` is jointly convex (the
         perspective of ``x^lambda``), so ``E[(Q/P)^lambda] <= 1 - r + r e^{(lambda-1) eps}`` and
         likewise for ``P||Q``; the smaller value is kept. For a neighbouring pair that is not the
@@ -451,9 +450,8 @@ class _Subsampled(Mechanism):
         def eps(k: float) -> float:
             return base[int(k) - 2]
 
-        forward = rdp_poisson_subsampled(eps, rate=self.rate, orders=integers)
-        reverse = rdp_poisson_subsampled_reverse(eps, rate=self.rate, orders=integers)
-        both = np.maximum(forward.eps, reverse.eps)[np.searchsorted(integers, at)]
+        both = rdp_poisson_subsampled(eps, rate=self.rate, orders=integers).eps
+        both = both[np.searchsorted(integers, at)]
         return RDPCurve(lam, np.minimum(both, unsampled), name=f"RDP {self.name}")
 
     def _rr_runs_rdp(self, orders: np.ndarray) -> RDPCurve:
