@@ -77,7 +77,7 @@ CASES = [
     ("audit seed", _gaussian_audit(seed=-1), "seed must be an integer in [0, inf), got -1"),
     ("audit confidence", _gaussian_audit(confidence=1.0), "confidence must be in (0, 1), got 1.0"),
     ("audit strategy", _gaussian_audit(strategy="x"), "strategy must be one of 'holdout'"),
-    ("audit n_jobs", _gaussian_audit(n_jobs=0), "n_jobs must be a positive integer or -1"),
+    ("audit n_jobs", _gaussian_audit(n_jobs=0), "n_jobs must be a non-zero integer"),
     ("audit chunk_size", _gaussian_audit(chunk_size=0), "chunk_size must be an integer in [1,"),
     ("audit bins", _gaussian_audit(bins=1), "bins must be an integer in [2, inf), got 1"),
     ("audit store", _gaussian_audit(store=3), "store must be None or a directory path, got 3"),
@@ -115,8 +115,8 @@ CASES = [
     ),
     (
         "spec n_jobs",
-        lambda: dpaudit.specs.suite()[0].with_overrides(n_jobs=-3),
-        "n_jobs must be a positive integer or -1 (all cores), got -3",
+        lambda: dpaudit.specs.suite()[0].with_overrides(n_jobs=0.5),
+        "n_jobs must be a non-zero integer (-1: all cores, -2: all but one), got 0.5",
     ),
 ]
 
@@ -131,7 +131,7 @@ def test_public_constructors_and_functions_name_the_problem(label, call, message
 CLI_CASES = [
     (["run", "SPEC", "-o", "OUT", "--trials", "0"], "trials must be an integer in [1, inf), got 0"),
     (["run", "SPEC", "-o", "OUT", "--seed", "-1"], "seed must be an integer in [0, inf), got -1"),
-    (["run", "SPEC", "-o", "OUT", "--n-jobs", "0"], "n_jobs must be a positive integer or -1"),
+    (["run", "SPEC", "-o", "OUT", "--n-jobs", "0"], "n_jobs must be a non-zero integer"),
     (["run", "SPEC", "-o", "OUT", "--trials", "abc"], "argument --trials: invalid int value"),
     (["run", "SPEC", "-o", "OUT", "--store", "FILE"], "exists and is not a directory"),
     (["run", "SPEC", "-o", "OUT", "--backend", "x"], "argument --backend: invalid choice"),

@@ -104,14 +104,17 @@ def check_choice(name: str, value: object, choices: tuple[str, ...] | list[str])
 
 
 def check_n_jobs(name: str, value: object) -> int:
-    """Return ``value`` as a number of parallel workers: a positive integer, or -1 for all
-    cores."""
+    """Return ``value`` as a number of parallel workers in joblib's convention: a positive
+    integer, or a negative one counted from the number of cores (``-1`` all cores, ``-2`` all
+    but one)."""
     try:
-        out = check_integer(name, value, minimum=-1)
+        out = check_integer(name, value, minimum=-(2**62))
     except ValueError:
         out = 0
     if out == 0:
-        raise ValueError(f"{name} must be a positive integer or -1 (all cores), got {value!r}")
+        raise ValueError(
+            f"{name} must be a non-zero integer (-1: all cores, -2: all but one), got {value!r}"
+        )
     return out
 
 

@@ -262,9 +262,29 @@ def _batches(stream: str, total: int, chunk_size: int, values_per_output: int) -
     ]
 
 
+def _is_exact(attack: Any, mechanism: Any, pair: NeighbouringPair) -> bool:
+    """Whether the attack's score is the exact privacy loss of ``mechanism`` on ``pair``."""
+    return (
+        bool(getattr(attack, "exact_privacy_loss", False))
+        and getattr(attack, "mechanism", mechanism) is mechanism
+        and _same_pair(getattr(attack, "pair", pair), pair)
+    )
+
+
+def _check_exact(attack: Any, mechanism: Any, pair: NeighbouringPair) -> None:
+    """``privacy_loss=True`` needs an attack whose score is the exact privacy loss."""
+    if not _is_exact(attack, mechanism, pair):
+        name = getattr(attack, "name", type(attack).__name__)
+        raise ValueError(
+            "privacy_loss=True needs an attack whose score is the exact privacy loss of the "
+            f"mechanism on this pair (LikelihoodRatio), got {name}"
+        )
+
+
 def _fingerprint(
     job: _Job,
     *,
+    exact: bool,
     trials: int,
     selection_trials: int,
     pilot_trials: int,
@@ -275,10 +295,13 @@ def _fingerprint(
     """What the stored pilot scores and sums of an audit depend on (see
     :class:`~dpaudit.audit.store.ChunkStore`). The score grid is not part of it: it is computed
     from the pilot scores (stored too) and ``bins``, so the store can be opened before the pilot
-    and keep it."""
+    and keep it. The privacy-loss sums are named only when they are kept, so that stores of
+    audits without them keep their fingerprint."""
     fixed = job.fixed_thresholds
+    sums = {"privacy_loss": True} if job.privacy_loss else {}
     return {
-        **audit_metadata(job.mechanism, job.pair, job.attack, job.privacy_loss),
+        **audit_metadata(job.mechanism, job.pair, job.attack, exact),
+        **sums,
         "seed": job.seed,
         "trials": trials,
         "selection_trials": selection_trials,
@@ -636,7 +659,8 @@ def audit(
         ``result.metadata["random"]["outputs_per_dataset"]`` says how many outputs per dataset
         went where (``probe``: under ``D`` only).
     n_jobs:
-        Workers for ``joblib.Parallel`` (``-1``: all cores). ``None`` (default): this process
+        Workers for ``joblib.Parallel`` (``-1``: all cores, ``-2``: all but one). ``None``
+        (default): this process
         for audits the pilot predicts to be short, every core otherwise (:func:`auto_n_jobs`).
         Results do not depend on it.
     chunk_size:
@@ -686,19 +710,14 @@ def audit(
         chunk_size = default_chunk_size(values_per_output)
     chunk_size = check_integer("chunk_size", chunk_size, minimum=1)
     default = attack is None
+    if privacy_loss and attack is not None:
+        _check_exact(attack, mechanism, pair)  # before fitting anything
     attack, fit_trials, pilot_trials = _fitted_attack(
         mechanism, pair, attack, probe, seed, trials, selection_trials
     )
-    exact = (
-        bool(attack.exact_privacy_loss)
-        and getattr(attack, "mechanism", mechanism) is mechanism
-        and _same_pair(getattr(attack, "pair", pair), pair)
-    )
-    if privacy_loss and not exact:
-        raise ValueError(
-            f"privacy_loss=True needs an attack whose score is the exact privacy loss of the "
-            f"mechanism on this pair (LikelihoodRatio), got {attack.name}"
-        )
+    exact = _is_exact(attack, mechanism, pair)
+    if privacy_loss:
+        _check_exact(attack, mechanism, pair)
 
     sorted_fixed = None if fixed is None else np.sort(fixed)
     # The pilot's job: a placeholder grid, replaced by the one the pilot fixes.
@@ -717,6 +736,7 @@ def audit(
     if store is not None:
         fingerprint = _fingerprint(
             job,
+            exact=exact,
             trials=trials,
             selection_trials=selection_trials,
             pilot_trials=pilot_trials,

@@ -107,10 +107,11 @@ def check_output_size(mechanism: Any, pair: NeighbouringPair) -> None:
 def check_duration(name: str, trials: int, drawn: int, seconds: float, n_jobs: int) -> None:
     """Refuse (``ValueError``) ``trials`` per dataset of mechanism ``name`` when ``drawn`` pilot
     trials took ``seconds`` and the whole run would take longer than :data:`LONGEST_RUN_DAYS`
-    even with its ``n_jobs`` workers (``-1``: one per core) busy all the time."""
+    even with its ``n_jobs`` workers (joblib's convention: ``-1`` one per core, ``-2`` all cores
+    but one) busy all the time."""
     if drawn <= 0 or seconds <= 0:
         return
-    workers = _cores() if n_jobs < 0 else max(1, n_jobs)
+    workers = max(1, _cores() + 1 + n_jobs if n_jobs < 0 else n_jobs)
     per_trial = seconds / drawn
     planned = trials * per_trial / workers
     if planned > _SECONDS:

@@ -1230,7 +1230,6 @@ def poisson_subsampled_gaussian(
     ``step=None`` uses :func:`auto_step` from the loss moments of one step (default
     ``rel_error``): after thousands of compositions the ``eps`` bracket is 0.2-0.4% wide.
     """
-    sigma = check_positive("sigma", sigma)
     q = check_probability("rate", rate, low_open=True)
     sigma, sens = _check_gaussian(sigma, sensitivity)
     if q == 1.0:
@@ -1250,7 +1249,6 @@ def poisson_subsampled_laplace(
     under ``replace_one`` with ``rate = m/n`` (DRS 2022, Theorem 9). ``step=None`` as for
     :func:`poisson_subsampled_gaussian`.
     """
-    scale = check_positive("scale", scale)
     q = check_probability("rate", rate, low_open=True)
     scale, sens = _check_laplace(scale, sensitivity)
     if q == 1.0:

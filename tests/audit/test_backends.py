@@ -155,7 +155,7 @@ seed = 3
         (["--scheduler", "tcp://127.0.0.1:8786"], "--scheduler needs --backend dask"),
         (["--backend", "dask", "--scheduler", "127.0.0.1"], "scheduler must be a Dask scheduler"),
         (["--backend", "spark"], "invalid choice: 'spark'"),
-        (["--backend", "dask", "--n-jobs", "-3"], "--n-jobs must be a positive integer or -1"),
+        (["--backend", "dask", "--n-jobs", "0"], "--n-jobs must be a non-zero integer"),
     ],
 )
 def test_cli_backend_options_are_checked(tmp_path, capsys, args, message):

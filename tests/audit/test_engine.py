@@ -273,3 +273,33 @@ def test_a_single_trial_gives_trivial_but_valid_answers():
     assert result.mu_lower_bound() == 0.0 and result.epsilon_lower_bound(0.0) == 0.0
     out = result.delta_estimate(0.5)
     assert out["lower"] == 0.0 and out["upper"] == 1.0
+
+
+def test_stores_name_the_privacy_loss_sums_only_when_kept(tmp_path):
+    """A default likelihood-ratio audit keeps the fingerprint it always had (the score is the
+    exact privacy loss; no sums); with ``privacy_loss=True`` the store says so, and a rerun of
+    each resumes to the identical result."""
+    import json
+
+    mech = Gaussian(1.0)
+    plain = dpaudit.audit(mech, trials=3000, seed=0, store=tmp_path / "plain")
+    manifest = json.loads((tmp_path / "plain" / "manifest.json").read_text())
+    assert manifest["attack"]["exact_privacy_loss"] is True
+    assert "privacy_loss" not in manifest
+    sums = dpaudit.audit(mech, trials=3000, seed=0, store=tmp_path / "sums", privacy_loss=True)
+    manifest = json.loads((tmp_path / "sums" / "manifest.json").read_text())
+    assert manifest["privacy_loss"] is True
+    again = dpaudit.audit(mech, trials=3000, seed=0, store=tmp_path / "plain")
+    np.testing.assert_array_equal(again.counts, plain.counts)
+    np.testing.assert_array_equal(sums.counts, plain.counts)
+
+
+def test_privacy_loss_without_an_exact_score_is_refused_before_any_fit():
+    class NeverFitted(Threshold):
+        learns = True
+
+        def fit(self, y0, y1):
+            raise AssertionError("fit must not run")
+
+    with pytest.raises(ValueError, match="privacy_loss=True needs"):
+        dpaudit.audit(Gaussian(1.0), attack=NeverFitted(), trials=100, privacy_loss=True)

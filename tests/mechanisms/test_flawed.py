@@ -409,8 +409,6 @@ def test_benchmark_flags_broken_mechanisms_and_spares_correct_ones():
     )
     assert list(frame["name"]) == names
     assert (frame["flagged"] == ~frame["correct"]).all()
-    # one test: the verdict is the certified bound read against the claim
-    assert (frame["flagged"] == (frame["certified"] > frame["claimed_epsilon"])).all()
     # every certified bound lies below the proven upper bound on the true eps
     assert (frame["certified"] <= frame["true_upper"] + 1e-9).all()
     # the eps = 10 leak is certified far beyond log(0.99/0.01) = 4.6
