@@ -366,7 +366,7 @@ class _Subsampled(Mechanism):
         self._require_theory()
         gaussian = self._gaussian_runs()
         if isinstance(self.base, RandomizedResponse):
-            f = tradeoff.randomized_response(self.base.eps, self.base.k)
+            f = tradeoff.randomized_response_tradeoff(self.base.eps, self.base.k)
         elif gaussian is not None:
             f = gdp(self.shift / gaussian[0])
         elif isinstance(self.base, Laplace):
