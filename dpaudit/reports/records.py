@@ -46,7 +46,7 @@ __all__ = [
     "results_document",
     "load_results",
     "versions",
-    "tightness_ratio",
+    "optional_tightness",
 ]
 
 #: Keys every audit record has (``results.json`` contract); the engine's keys come on top.
@@ -114,7 +114,7 @@ def _safe(fn: Any, *args: Any) -> tuple[Any, str | None]:
         return None, f"{type(exc).__name__}: {exc}"
 
 
-def tightness_ratio(lower: float, theory: float | None) -> float | None:
+def optional_tightness(lower: float, theory: float | None) -> float | None:
     """Tightness ``lower / theory`` (``None`` without a theoretical value), by
     :func:`dpaudit.audit.frames.tightness_ratio` (0 against an infinite theory)."""
     if theory is None or math.isnan(theory):
@@ -174,14 +174,14 @@ def _theory(
             }
             # Tightness of the record's own (family) bounds, not of lone-test bounds.
             entry["tightness"] = {
-                key: tightness_ratio(lower_bounds[key], value)
+                key: optional_tightness(lower_bounds[key], value)
                 for key, value in entry["epsilon"].items()
             }
             mu = rows[rows["quantity"] == "mu"].iloc[0]
             mu_theory = _nan_to_none(mu["theory"])
             entry["mu"] = {
                 "theory": mu_theory,
-                "tightness": tightness_ratio(mu_lower, mu_theory),
+                "tightness": optional_tightness(mu_lower, mu_theory),
             }
             notes += [n for n in rows["note"] if n]
         notes += _curves(
@@ -214,7 +214,7 @@ def _claim(
             errors.append(error)
         epsilon[delta_key(delta)] = None if value is None else float(value)
     entry["epsilon"] = epsilon
-    entry["tightness"] = {k: tightness_ratio(lower_bounds[k], v) for k, v in epsilon.items()}
+    entry["tightness"] = {k: optional_tightness(lower_bounds[k], v) for k, v in epsilon.items()}
     errors += _curves(entry, lambda: claim, claim.delta, eps_grid)
     if errors:
         entry["error"] = "; ".join(dict.fromkeys(errors))

@@ -18,7 +18,7 @@ import pandas as pd
 from dpaudit._core.validation import check_nonnegative, check_probability
 from dpaudit.audit.benchmark import summarize_benchmark
 from dpaudit.mechanisms.base import METHOD_KINDS, Mechanism
-from dpaudit.reports.records import as_record, from_json_value, tightness_ratio
+from dpaudit.reports.records import as_record, from_json_value, optional_tightness
 from dpaudit.reports.text import (
     claim_label,
     format_delta,
@@ -73,7 +73,7 @@ def bounds_table(result: Any) -> pd.DataFrame:
     if claim:
         table = claim.get("table") or {}
         claimed_mu = _value(table.get("mu")) if table.get("kind") == "gdp" else np.nan
-        tight_mu = tightness_ratio(mu_lb, None if np.isnan(claimed_mu) else claimed_mu)
+        tight_mu = optional_tightness(mu_lb, None if np.isnan(claimed_mu) else claimed_mu)
         eps, tight = claim.get("epsilon") or {}, claim.get("tightness") or {}
         columns["claim"] = [_value(eps.get(k)) for k in keys] + [claimed_mu]
         columns["tightness claim"] = [_value(tight.get(k)) for k in keys] + [_value(tight_mu)]
