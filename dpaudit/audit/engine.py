@@ -681,8 +681,8 @@ def audit(
         :meth:`~dpaudit.audit.result.AuditResult.delta_estimate` reads (an estimate, never a
         bound). Needs an attack whose score is the exact privacy loss of ``mechanism`` on
         ``pair`` (:class:`~dpaudit.attacks.LikelihoodRatio`). Off by default: the sums cost an
-        exponential and two weighted counts per output, about a third of the engine's own work,
-        for a number no bound uses.
+        exponential and two weighted counts per output (a Gaussian audit takes about a fifth
+        longer with them, ``bench/bench_engine.py``) for a number no bound uses.
     """
     started = time.perf_counter()
     trials = check_trials("trials", trials)
