@@ -143,7 +143,10 @@ def _log_binom(n: np.ndarray, k: np.ndarray) -> np.ndarray:
 def _check_orders(
     orders: object, *, integer: bool = False, maximum: float | None = None
 ) -> np.ndarray:
-    """Orders as a sorted float array: finite, > 1 (integers >= 2 if ``integer``), distinct."""
+    """Orders as a sorted float array: finite, > 1 (integers >= 2 if ``integer``), distinct;
+    ``None`` is :data:`DEFAULT_ORDERS` (:data:`DEFAULT_INTEGER_ORDERS` if ``integer``)."""
+    if orders is None:
+        orders = DEFAULT_INTEGER_ORDERS if integer else DEFAULT_ORDERS
     try:
         arr = np.asarray(orders, dtype=float)
     except (TypeError, ValueError):
@@ -398,9 +401,7 @@ def _region_boundary(
 # --------------------------------------------------------------------------------------------
 
 
-def rdp_gaussian(
-    sigma: float, sensitivity: float = 1.0, orders: object = DEFAULT_ORDERS
-) -> RDPCurve:
+def rdp_gaussian(sigma: float, sensitivity: float = 1.0, orders: object = None) -> RDPCurve:
     """RDP of the Gaussian mechanism ``N(f(D), sigma^2)`` with l2-sensitivity ``sensitivity``:
     ``eps(lambda) = lambda sensitivity^2 / (2 sigma^2)`` (Mironov 2017, Proposition 7), exact in
     both orders of the pair ``N(0, sigma^2)``, ``N(sensitivity, sigma^2)``.
@@ -414,9 +415,7 @@ def rdp_gaussian(
     )
 
 
-def rdp_laplace(
-    scale: float, sensitivity: float = 1.0, orders: object = DEFAULT_ORDERS
-) -> RDPCurve:
+def rdp_laplace(scale: float, sensitivity: float = 1.0, orders: object = None) -> RDPCurve:
     """RDP of the Laplace mechanism with scale ``b`` and l1-sensitivity ``Delta`` (Mironov 2017,
     Proposition 6), ``eps0 = Delta / b``:
     ``eps(lambda) = log( lambda/(2lambda-1) e^((lambda-1) eps0) + (lambda-1)/(2lambda-1)
@@ -437,7 +436,7 @@ def rdp_laplace(
     return RDPCurve(lam, eps, name=f"RDP Laplace(scale={scale:g}, sensitivity={sensitivity:g})")
 
 
-def rdp_randomized_response(eps: float, k: int = 2, orders: object = DEFAULT_ORDERS) -> RDPCurve:
+def rdp_randomized_response(eps: float, k: int = 2, orders: object = None) -> RDPCurve:
     """RDP of ``k``-ary randomized response with parameter ``eps``: the true value is reported
     with probability ``e^eps / (e^eps + k - 1)``, each other value with ``1 / (e^eps + k - 1)``;
     neighbours differ in the input value (``replace_one``). For binary ``k = 2`` this keeps the

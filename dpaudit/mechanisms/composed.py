@@ -22,7 +22,7 @@ from dpaudit._core.validation import check_integer
 from dpaudit.bounds import pld as pld_lib
 from dpaudit.bounds.composition import AdvancedComposition, OptimalComposition
 from dpaudit.bounds.gdp import berry_esseen, gdp, gdp_clt
-from dpaudit.bounds.rdp import DEFAULT_ORDERS, RDPCurve
+from dpaudit.bounds.rdp import RDPCurve
 from dpaudit.mechanisms.base import (
     AdditiveNoiseMechanism,
     CurveProfile,
@@ -206,7 +206,6 @@ class Composed(Mechanism):
     def rdp(self, orders: object = None) -> RDPCurve:
         """RDP of the composition: the atoms' curves added order by order (Mironov 2017,
         Proposition 1)."""
-        orders = DEFAULT_ORDERS if orders is None else orders
         total: RDPCurve | None = None
         for m, n in self.atoms():
             if "rdp" not in m.theory_methods:

@@ -18,7 +18,7 @@ import numpy as np
 from dpaudit._core.validation import check_positive
 from dpaudit.bounds import pld as pld_lib
 from dpaudit.bounds.gdp import gdp
-from dpaudit.bounds.rdp import DEFAULT_ORDERS, RDPCurve, rdp_gaussian
+from dpaudit.bounds.rdp import RDPCurve, rdp_gaussian
 from dpaudit.mechanisms.base import (
     AdditiveNoiseMechanism,
     CurveProfile,
@@ -64,9 +64,7 @@ class Gaussian(AdditiveNoiseMechanism):
 
     def rdp(self, orders: object = None) -> RDPCurve:
         """RDP curve ``eps(lambda) = lambda Delta^2 / (2 sigma^2)`` (Mironov 2017, Prop. 7)."""
-        return rdp_gaussian(
-            self.sigma, self.sensitivity, orders=DEFAULT_ORDERS if orders is None else orders
-        )
+        return rdp_gaussian(self.sigma, self.sensitivity, orders=orders)
 
     def log_density_ratio(
         self, d: np.ndarray, d_prime: np.ndarray, outputs: np.ndarray

@@ -18,7 +18,7 @@ import numpy as np
 from dpaudit._core.validation import check_positive
 from dpaudit.bounds import pld as pld_lib
 from dpaudit.bounds import tradeoff
-from dpaudit.bounds.rdp import DEFAULT_ORDERS, RDPCurve, rdp_laplace
+from dpaudit.bounds.rdp import RDPCurve, rdp_laplace
 from dpaudit.mechanisms.base import (
     AdditiveNoiseMechanism,
     CurveProfile,
@@ -62,9 +62,7 @@ class Laplace(AdditiveNoiseMechanism):
 
     def rdp(self, orders: object = None) -> RDPCurve:
         """RDP curve of the Laplace mechanism (Mironov 2017, Proposition 6), exact."""
-        return rdp_laplace(
-            self.scale, self.sensitivity, orders=DEFAULT_ORDERS if orders is None else orders
-        )
+        return rdp_laplace(self.scale, self.sensitivity, orders=orders)
 
     def _theories(self) -> dict[str, Callable[[], PrivacyProfile]]:
         """``exact`` (closed-form trade-off, DRS Section 2.2), ``pld``, ``rdp``."""

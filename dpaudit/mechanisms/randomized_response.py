@@ -19,7 +19,7 @@ import numpy as np
 from dpaudit._core.validation import as_float_array, check_integer, check_positive
 from dpaudit.bounds import pld as pld_lib
 from dpaudit.bounds import tradeoff
-from dpaudit.bounds.rdp import DEFAULT_ORDERS, RDPCurve, rdp_randomized_response
+from dpaudit.bounds.rdp import RDPCurve, rdp_randomized_response
 from dpaudit.mechanisms.base import (
     CurveProfile,
     Mechanism,
@@ -79,9 +79,7 @@ class RandomizedResponse(Mechanism):
 
     def rdp(self, orders: object = None) -> RDPCurve:
         """RDP curve of k-ary randomized response (exact, both orders)."""
-        return rdp_randomized_response(
-            self.eps, self.k, orders=DEFAULT_ORDERS if orders is None else orders
-        )
+        return rdp_randomized_response(self.eps, self.k, orders=orders)
 
     def _theories(self) -> dict[str, Callable[[], PrivacyProfile]]:
         """``exact`` (one report's trade-off; ``f_{eps,0}`` for ``k = 2``), ``pld``, ``rdp``."""
