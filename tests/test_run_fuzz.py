@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
-import math
 import os
 import random
 import textwrap
@@ -27,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from dpaudit import cli, reports
+from tests.toml_text import Raw, toml_document
 
 #: Variants run; the seed makes the set (and so the test) the same on every run.
 VARIANTS = 300
@@ -122,39 +121,11 @@ _RELEASE_FUNCTIONS = [
 ]
 
 
-def _toml(value: object) -> str:
-    """A TOML value for JSON-like Python values; strings are written as TOML basic strings."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "nan"
-        return ("inf" if value > 0 else "-inf") if math.isinf(value) else repr(value)
-    if isinstance(value, str):
-        return json.dumps(value)
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{ " + ", ".join(f"{json.dumps(k)} = {_toml(v)}" for k, v in value.items()) + " }"
-    if isinstance(value, _Raw):
-        return value.text
-    raise TypeError(type(value).__name__)
-
-
-class _Raw:
-    """TOML text inserted as is (nesting deeper than a recursive writer could go)."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-
-def _deep(rng: random.Random) -> _Raw:
+def _deep(rng: random.Random) -> Raw:
     depth = rng.choice([65, 100, 400, 1000, 3000])
     if rng.random() < 0.5:
-        return _Raw("[" * depth + "]" * depth)
-    return _Raw("{ a = " * depth + "1" + " }" * depth)
+        return Raw("[" * depth + "]" * depth)
+    return Raw("{ a = " * depth + "1" + " }" * depth)
 
 
 def _mechanism(rng: random.Random, module: str) -> object:
@@ -256,7 +227,7 @@ def _variant(rng: random.Random, module: str) -> tuple[str, list[str], bool]:
             table["pair"] = rng.choice(
                 [{"d": [0.0], "d_prime": [1.0]}, {"d": [], "d_prime": []}, {"d": "x"}, []]
             )
-    text = "[[audit]]\n" + "".join(f"{json.dumps(k)} = {_toml(v)}\n" for k, v in table.items())
+    text = toml_document([table])
     if rng.random() < 0.05:
         text += text  # the same name twice
     if rng.random() < 0.03:

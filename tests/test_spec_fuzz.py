@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import math
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dpaudit import cli, specs
+from tests.toml_text import toml_document, toml_key, toml_value
 
 #: Generated specs per test (three strategies x two paths, 1,000 each through ``loads``).
 EXAMPLES = 1000
@@ -31,40 +31,6 @@ _SETTINGS = settings(
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-
-
-def _toml_key(key: str) -> str:
-    return json.dumps(key)
-
-
-def _toml_value(value: object) -> str:
-    """A TOML value (inline tables and arrays) for JSON-like Python values."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "nan"
-        if math.isinf(value):
-            return "inf" if value > 0 else "-inf"
-        return repr(value)
-    if isinstance(value, str):
-        return json.dumps(value)
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    if isinstance(value, dict):
-        items = ", ".join(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in value.items())
-        return "{ " + items + " }" if items else "{}"
-    raise TypeError(type(value).__name__)
-
-
-def _toml_document(audits: list[dict]) -> str:
-    parts = []
-    for table in audits:
-        parts.append("[[audit]]")
-        parts.extend(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in table.items())
-    return "\n".join(parts) + "\n"
 
 
 _scalars = st.one_of(
@@ -147,7 +113,7 @@ def mutated_specs(draw: st.DrawFn) -> str:
     audits = [table]
     if draw(st.booleans()):
         audits.append(json.loads(json.dumps(table)))  # a duplicate name
-    return _toml_document(audits)
+    return toml_document(audits)
 
 
 @st.composite
@@ -165,7 +131,7 @@ def random_documents(draw: st.DrawFn) -> str:
         )
     lines = []
     for key, value in doc.items():
-        lines.append(f"{_toml_key(key)} = {_toml_value(value)}")
+        lines.append(f"{toml_key(key)} = {toml_value(value)}")
     return "\n".join(lines) + "\n"
 
 
