@@ -43,6 +43,8 @@ ARGUMENTS: dict[str, tuple[list[str], list[str]]] = {
     "flawed": (["--trials", "1000000"], ["--trials", "100000"]),
     "parallel": (["--repeat", "5"], ["--repeat", "2"]),
     "strategies": ([], ["--quick"]),
+    "one_run": (["--seeds", "8"], ["--quick"]),
+    "scores": (["--seeds", "200"], ["--seeds", "20"]),
 }
 
 #: Headline figures read off a script's output: (script, label, pattern, template); every line

@@ -98,14 +98,20 @@ def add_parser(sub: Any, func: Any) -> None:
     p.add_argument("--one-run", action="store_true", help="rows are canaries of one run")
     p.add_argument("--method", choices=("fdp", "steinke"), default="fdp", help="one-run test")
     p.add_argument(
+        "--family",
+        choices=("gdp", "dpsgd"),
+        help="one run, fdp: test a parametric family the mechanism is declared to belong to "
+        "(its eps then assumes it); default: the (eps, delta) curves, valid for any mechanism",
+    )
+    p.add_argument(
         "--sample-rate",
         type=float,
-        help="with --steps: test DP-SGD's subsampled-Gaussian family (one run, fdp)",
+        help="with --steps and --family dpsgd: the audited DP-SGD run's Poisson sampling rate",
     )
     p.add_argument("--steps", type=int, help="DP-SGD steps of the audited run (with --sample-rate)")
     p.add_argument("--confidence", type=float, default=0.95, help="level (default 0.95)")
     p.add_argument("--delta", type=float, default=1e-5, help="delta of eps (default 1e-5)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the selection split")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random splits")
     p.add_argument("--claim-mu", type=float, help="claimed Gaussian DP mu; exit 3 if refuted")
     p.add_argument("-q", "--quiet", action="store_true", help="no summary on stdout")
     p.set_defaults(func=func)
@@ -126,29 +132,33 @@ def run(args: argparse.Namespace) -> int:
     if args.one_run:
         if (args.sample_rate is None) != (args.steps is None):
             raise ValueError("--sample-rate and --steps go together")
+        if (args.steps is not None) != (args.family == "dpsgd"):
+            raise ValueError("--family dpsgd needs --sample-rate and --steps, and they need it")
+        if args.claim_mu is not None and args.method != "fdp":
+            raise ValueError("--claim-mu needs --method fdp (the steinke test refutes no mu)")
         result = audit_one_run(
             scores,
             member,
             delta=args.delta,
             confidence=args.confidence,
             method=args.method,
-            family="gdp" if args.steps is None else "subsampled_gaussian",
+            family=args.family,
             sample_rate=args.sample_rate,
             steps=args.steps,
+            seed=args.seed,
         )
-        refuted = (
-            args.claim_mu is not None
-            and result.method == "fdp"
-            and result.family == "gdp"
-            and result.mu_lower_bound() > args.claim_mu
-        )
+        refuted = args.claim_mu is not None and result.mu_lower_bound() > args.claim_mu
         write_one_run({f"one run: {args.file.name}": result}, args.output)
         if not args.quiet:
+            mu = "" if result.mu is None else f", mu >= {result.mu:.4g}"
             print(
-                f"one run ({result.method}): eps >= {result.epsilon_lower_bound():.4g} at "
-                f"delta={result.delta:g} ({result.correct}/{result.guesses} correct guesses, "
-                f"ceiling {result.epsilon_ceiling():.4g})"
+                f"one run ({result.method}, {result.label}, {result.confidence:.0%}): eps >= "
+                f"{result.epsilon_lower_bound():.4g} at delta={result.delta:g}{mu} "
+                f"({result.correct}/{result.guesses} correct guesses, ceiling "
+                f"{result.epsilon_ceiling():.4g})"
             )
+            if refuted:
+                print(f"REFUTED: the claim mu = {args.claim_mu:g} (mu >= {result.mu:.4g})")
         return EXIT_VIOLATION if refuted else EXIT_OK
     result = audit_scores(
         scores[member == 0], scores[member == 1], confidence=args.confidence, seed=args.seed

@@ -101,11 +101,11 @@ def main() -> None:
             results[f"{label}, {method}"] = audit_one_run(
                 scores, included, delta=DELTA, method=method
             )
-        results[f"{label}, fdp, DP-SGD family"] = audit_one_run(
+        results[f"{label}, fdp, assuming DP-SGD's family"] = audit_one_run(
             scores,
             included,
             delta=DELTA,
-            family="subsampled_gaussian",
+            family="dpsgd",
             sample_rate=loader.sample_rate,
             steps=dirac.steps,
         )

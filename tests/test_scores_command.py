@@ -59,7 +59,30 @@ def test_one_run_dpsgd_family_and_flag_pairing(tmp_path, capsys):
     s, z = simulate_one_run(1000, 2.0, seed=0)
     np.savez(tmp_path / "c.npz", score=s, member=z)
     argv = ["scores", str(tmp_path / "c.npz"), "--one-run", "-o", str(tmp_path / "o")]
-    assert main([*argv, "--sample-rate", "1", "--steps", "1", "-q"]) == 0
-    assert '"family": "subsampled_gaussian"' in (tmp_path / "o" / "results.json").read_text()
+    assert main([*argv, "--family", "dpsgd", "--sample-rate", "1", "--steps", "1", "-q"]) == 0
+    record = (tmp_path / "o" / "results.json").read_text()
+    assert '"family": "dpsgd"' in record and "assumes the mechanism is DP-SGD" in record
     assert main([*argv, "--steps", "3"]) == 1
     assert "--sample-rate and --steps" in capsys.readouterr().err
+    assert main([*argv, "--sample-rate", "1", "--steps", "1"]) == 1
+    assert "--family dpsgd" in capsys.readouterr().err
+
+
+def test_one_run_on_a_membership_sorted_file_certifies_nothing(tmp_path, capsys):
+    """A CSV sorted by its membership column with scores that carry no information: eps >= 0,
+    mu >= 0 (a tie order from row position certified eps >= 10.6 here)."""
+    frame = pd.DataFrame({"score": np.zeros(10_000), "member": np.repeat([1, 0], 5_000)})
+    frame.to_csv(tmp_path / "sorted.csv", index=False)
+    argv = ["scores", str(tmp_path / "sorted.csv"), "--one-run", "-o", str(tmp_path / "o")]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "eps >= 0 at delta=1e-05, mu >= 0 " in out and "lower bound, 95%" in out
+
+
+def test_one_run_claim_mu_is_refuted_and_announced(tmp_path, capsys):
+    s, z = simulate_one_run(4000, 2.0, seed=0)
+    np.savez(tmp_path / "c.npz", score=s, member=z)
+    argv = ["scores", str(tmp_path / "c.npz"), "--one-run", "-o", str(tmp_path / "o")]
+    assert main([*argv, "--claim-mu", "0.1"]) == 3
+    assert "REFUTED" in capsys.readouterr().out
+    assert main([*argv, "--claim-mu", "0.1", "--method", "steinke"]) == 1

@@ -6,7 +6,8 @@ canaries with the largest scores, "excluded" for the ``k_-`` canaries with the s
 and abstains on the others; ``c`` of its ``k = k_+ + k_-`` guesses are correct. Both papers guess
 both ways (``sides="both"``, the default, splits ``k`` evenly); ``sides="in"`` makes only the
 ``k_+ = k`` positive guesses. Two tests turn ``(m, k, c)`` into a lower bound (both hold for any
-guesses in {-1, 0, +1} that depend on the scores only):
+guesses in {-1, 0, +1} that depend on the scores and on randomness independent of the
+inclusions only):
 
 - ``method="steinke"``: Steinke, Nasr & Jagielski 2023, "Privacy Auditing with One (1) Training
   Run", Theorem 5.2. If the algorithm is (eps, delta)-DP, then for every ``v``
@@ -18,26 +19,59 @@ guesses in {-1, 0, +1} that depend on the scores only):
   ``f`` and ``b(x) = f(1 - x)``: ``r = tau c / m``, ``h = tau (k - c) / m``; for
   ``i = c - 1, ..., 0``: ``h' = max(h, b(r))``, ``r = min(r + i / (k - i) (h' - h), 1)``,
   ``h = h'``. The hypothesis "f-DP" is rejected at level ``tau`` when ``r + h > k / m``. Over an
-  ordered family the bound is the boundary between the rejected (too private) members and the
-  others; its ``eps`` at ``delta`` is reported. Families: Gaussian DP ``G_mu`` (``family="gdp"``,
-  the bound is the largest rejected ``mu``), and DP-SGD's Poisson-subsampled Gaussian composed
-  over ``steps`` at ``sample_rate`` (``family="subsampled_gaussian"``, indexed by the noise
-  multiplier ``sigma``; the bound is the smallest rejected ``sigma``, whose curve is the certified
-  lower trade-off bound of :func:`dpaudit.bounds.pld.poisson_subsampled_gaussian` composed
-  ``steps`` times, so a rejection of it implies the rejection of the exact curve).
+  ordered family of curves the bound is the boundary between the rejected (too private) members
+  and the others.
 
-The number of guesses is chosen validly: either fixed by the caller (``guesses=k``), or the best
-of a fixed grid of :data:`GUESS_GRID_SIZE` totals ``k`` (log-spaced from 10 to ``m``, fixed before
-the scores are seen, each split into ``(k_+, k_-)`` by ``sides``) with a Bonferroni correction
-(each member tested at ``gamma / K``). The published
-one-run code sweeps ``k`` without a correction; ``strategy="sweep"`` does the same and is labelled
-**uncorrected** in the result: it is not a bound at the stated confidence.
+**Which family, and what it assumes.** A rejected member of a family only says that the
+mechanism is not *that* member. The default family is (eps, delta)-DP itself (``family=None``:
+``f_{eps,delta}(alpha) = max(0, 1 - delta - e^eps alpha, e^-eps (1 - delta - alpha))``, Dong, Roth
+& Su 2022, Proposition 2.5), so the ``eps`` bound holds for *any* mechanism. A parametric family
+gives more, but its ``eps`` is valid only for a mechanism that belongs to it, and it is asked for
+by name: ``family="gdp"`` (Gaussian DP ``G_mu``, the bound is the largest rejected ``mu``) or
+``family="dpsgd"`` (DP-SGD's Poisson-subsampled Gaussian composed over ``steps`` at
+``sample_rate``, indexed by the noise multiplier ``sigma``; the bound is the smallest rejected
+``sigma``, whose curve is the certified lower trade-off bound of
+:func:`dpaudit.bounds.pld.poisson_subsampled_gaussian` composed ``steps`` times, so a rejection of
+it implies the rejection of the exact curve). The result carries the assumption in
+:attr:`OneRunResult.assumption`, and its label says it. What a family *refutes* needs no
+assumption: every f-DP audit also reports the largest rejected GDP ``mu``
+(:meth:`OneRunResult.mu_lower_bound`: "the mechanism is not ``mu'``-GDP for any ``mu' < mu``").
+
+**Guesses depend on the scores only.** Canaries with equal scores are ordered by an independent
+random key drawn from ``seed``, never by their position in the arrays (a stable sort would let an
+array laid out "included first" certify privacy loss from constant scores). The inclusion design
+is checked: a membership vector that fair coins make improbable (two-sided binomial test, p-value
+below :data:`DESIGN_CHECK_LEVEL`) is refused, since both theorems assume it.
+
+**How the number of guesses is chosen** (``strategy``), each valid at the stated confidence:
+
+- ``"bonferroni"``: the best of a fixed grid of :data:`GUESS_GRID_SIZE` totals ``k`` (log-spaced
+  from 10 to ``m``, fixed before the scores are seen, each split into ``(k_+, k_-)`` by ``sides``),
+  each tested at ``gamma / K``.
+- ``"split"``: a random half of the canaries (:data:`SPLIT_SELECTION`, drawn from ``seed``)
+  chooses ``(k_+, k_-)`` among :data:`SPLIT_GRID_SIZE` totals and, for ``sides="both"``, the
+  :data:`SPLIT_SHARES` shares of "in" guesses, by the bound each would give there; the other half
+  is tested once, at the full ``gamma``, with the chosen counts scaled to its size. Valid because
+  the selection half's inclusions are independent of the evaluation half's: conditionally on
+  them the evaluation canaries are ``m_eval`` canaries of a mechanism that is DP in each, and the
+  guesses are a function of the output and of independent information.
+- ``guesses=k``: one total fixed by the caller, tested at ``gamma``.
+- ``"sweep"``: the best of the Bonferroni grid *without* the correction, as the published code of
+  both papers does; labelled **uncorrected** in the result: an estimate, not a bound.
+
+``"auto"`` (the default) is ``"split"`` for ``method="steinke"`` from :data:`AUTO_SPLIT_FROM`
+canaries on, and ``"bonferroni"`` otherwise; it depends on the method and ``m`` only (measured by
+``bench/bench_one_run.py``, 8 seeds a cell: in the idealised setting the split raised the mean
+Steinke bound in 3 of the 4 cells measured from 10^4 canaries on and lowered it in all 3 at 10^3;
+the f-DP bound over the (eps, delta) curves was higher with Bonferroni in 6 of 7 cells).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import warnings
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -59,25 +93,60 @@ from dpaudit.bounds.tradeoff import TradeoffCurve
 __all__ = [
     "OneRunResult",
     "GUESS_GRID_SIZE",
+    "SPLIT_GRID_SIZE",
+    "SPLIT_SELECTION",
+    "SPLIT_SHARES",
+    "AUTO_SPLIT_FROM",
+    "DESIGN_CHECK_LEVEL",
+    "ASSUMPTIONS",
     "audit_one_run",
     "guess_grid",
     "split_guesses",
+    "canary_order",
+    "check_design",
     "correct_guesses",
     "simulate_one_run",
     "steinke_p_value",
     "steinke_epsilon",
     "fdp_rejects_gdp",
+    "fdp_rejects_eps_delta",
     "fdp_rejects",
     "fdp_mu",
+    "fdp_epsilon",
     "subsampled_gaussian_sigma",
 ]
 
 #: Number of candidate guess counts in the Bonferroni grid.
 GUESS_GRID_SIZE = 16
 
+#: Number of candidate totals the selection half of ``strategy="split"`` chooses among.
+SPLIT_GRID_SIZE = 64
+
+#: Share of the canaries that ``strategy="split"`` uses to choose the guesses.
+SPLIT_SELECTION = 0.5
+
+#: Shares of "in" guesses that ``strategy="split"`` tries with ``sides="both"``.
+SPLIT_SHARES = (0.5, 1.0, 0.0)
+
+#: ``strategy="auto"`` splits Steinke audits from this many canaries on (a rule on ``m`` only).
+AUTO_SPLIT_FROM = 2_000
+
+#: A membership vector whose two-sided binomial p-value under fair coins is below this is refused.
+DESIGN_CHECK_LEVEL = 1e-4
+
+#: What each family assumes of the mechanism (``None``: nothing; the bound holds for any).
+ASSUMPTIONS: dict[str | None, str | None] = {
+    None: None,
+    "gdp": "assumes the mechanism is mu-GDP for some mu (a Gaussian trade-off curve)",
+    "dpsgd": (
+        "assumes the mechanism is DP-SGD's Poisson-subsampled Gaussian at the given sampling "
+        "rate and steps, for some noise multiplier"
+    ),
+}
+
 _METHODS = ("fdp", "steinke")
-_FAMILIES = ("gdp", "subsampled_gaussian")
-_STRATEGIES = ("bonferroni", "sweep")
+_FAMILIES = ("gdp", "dpsgd")
+_STRATEGIES = ("auto", "bonferroni", "split", "sweep")
 _SIDES = ("both", "in")
 
 
@@ -112,14 +181,50 @@ def split_guesses(k: int, sides: str = "both") -> tuple[int, int]:
     return (k, 0) if sides == "in" else ((k + 1) // 2, k // 2)
 
 
-def correct_guesses(scores: object, included: object, k_in: int, k_out: int) -> int:
-    """Correct guesses when the ``k_in`` top-scoring canaries are guessed "included" and the
-    ``k_out`` lowest-scoring ones "excluded" (ties broken by index, never by membership)."""
+def canary_order(scores: object) -> np.ndarray:
+    """Indices of the canaries from the highest score to the lowest (stable; the guesses abstain
+    on tied canaries where the order among them would matter, see :func:`correct_guesses`)."""
+    return np.argsort(-np.asarray(scores, dtype=float), kind="stable")
+
+
+def split_canaries(m: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """The random halves of ``strategy="split"``: ``(selection, evaluation)`` index arrays,
+    :data:`SPLIT_SELECTION` of the ``m`` canaries (at least one each) to selection, drawn from
+    ``seed`` alone (never from scores or inclusions)."""
+    m = check_integer("m", m, minimum=2)
+    perm = np.random.default_rng(np.random.SeedSequence([int(seed), 1])).permutation(m)
+    n_sel = min(max(1, int(round(SPLIT_SELECTION * m))), m - 1)
+    return np.sort(perm[:n_sel]), np.sort(perm[n_sel:])
+
+
+def check_design(included: np.ndarray, level: float = DESIGN_CHECK_LEVEL) -> float:
+    """The two-sided binomial p-value of the number of included canaries under independent fair
+    coins; raises ``ValueError`` naming ``included`` when it is below ``level``."""
+    z = np.asarray(included)
+    n_in = int(z.sum())
+    p_value = float(stats.binomtest(n_in, z.size, 0.5).pvalue)
+    if p_value < level:
+        raise ValueError(
+            f"included: {n_in} of {z.size} canaries are included, which independent inclusion "
+            f"with probability 1/2 gives with p-value {p_value:.2g} (below {level:g}); both "
+            "one-run tests assume each canary is included by a fair coin"
+        )
+    return p_value
+
+
+def correct_guesses(scores: object, included: object, k_in: int, k_out: int) -> tuple[int, int]:
+    """``(k, c)``: guesses made and correct when the ``k_in`` top-scoring canaries are guessed
+    "included" and the ``k_out`` lowest-scoring ones "excluded".
+
+    Where the ``k_in``-th and the next canary have the same score, the "in" guesses abstain on
+    that whole tied block (and likewise at the ``k_out``-th lowest), so the guesses depend on the
+    scores only: never on array order, which may carry membership (arrays laid out "included
+    first")."""
     s, z = _check_inputs(scores, included)
     k_in = check_integer("k_in", k_in, minimum=0, maximum=s.size)
     k_out = check_integer("k_out", k_out, minimum=0, maximum=s.size - k_in)
-    ordered = z[np.argsort(-s, kind="stable")]
-    return int(ordered[:k_in].sum()) + k_out - int(ordered[s.size - k_out :].sum())
+    order = canary_order(s)
+    return _Counter(s[order], z[order]).guesses(k_in, k_out)
 
 
 def steinke_p_value(m: int, k: int, c: int, eps: float, delta: float) -> float:
@@ -137,8 +242,9 @@ def steinke_p_value(m: int, k: int, c: int, eps: float, delta: float) -> float:
     return min(tail + 2.0 * m * delta * float(np.max(between / i)), 1.0)
 
 
-def _bisect(reject: Any, hi: float) -> float:
-    """Largest parameter in ``[0, hi]`` at which ``reject`` holds (monotone: true below a point)."""
+def _bisect(reject: Any, hi: float, iterations: int = 40) -> float:
+    """Largest parameter in ``[0, hi]`` at which ``reject`` holds (monotone: true below a point),
+    to ``hi / 2^iterations``."""
     if not reject(1e-9):
         return 0.0
     lo = 1e-9
@@ -146,7 +252,7 @@ def _bisect(reject: Any, hi: float) -> float:
         lo, hi = hi, 2.0 * hi
         if hi > 1e3:
             return lo
-    for _ in range(40):
+    for _ in range(iterations):
         mid = 0.5 * (lo + hi)
         if reject(mid):
             lo = mid
@@ -155,24 +261,25 @@ def _bisect(reject: Any, hi: float) -> float:
     return lo
 
 
-def steinke_epsilon(m: int, k: int, c: int, delta: float, gamma: float) -> float:
-    """Largest ``eps`` rejected at level ``gamma`` by :func:`steinke_p_value` (0 if none)."""
-    return _bisect(lambda e: steinke_p_value(m, k, c, e, delta) < gamma, 4.0)
+def steinke_epsilon(
+    m: int, k: int, c: int, delta: float, gamma: float, iterations: int = 40
+) -> float:
+    """Largest ``eps`` rejected at level ``gamma`` by :func:`steinke_p_value` (0 if none), by
+    bisection to ``4 / 2^iterations`` (or finer, once the bracket has doubled)."""
+    return _bisect(lambda e: steinke_p_value(m, k, c, e, delta) < gamma, 4.0, iterations)
 
 
-def fdp_rejects_gdp(m: int, k: int, c: int, mu: np.ndarray, gamma: float) -> np.ndarray:
-    """Mahloujifar et al. 2025, Algorithm 3 for ``G_mu`` (vectorised over ``mu``): True where
-    ``mu``-GDP is rejected at level ``gamma`` by ``c`` correct out of ``k`` guesses."""
-    mu = np.asarray(mu, dtype=float)
+def _algorithm3(
+    m: int, k: int, c: int, b: Callable[[np.ndarray], np.ndarray], shape: tuple, gamma: float
+) -> np.ndarray:
+    """Mahloujifar et al. 2025, Algorithm 3, vectorised over a family: ``b(r)`` returns
+    ``f(1 - r)`` of every member (an array of ``shape``). True where the member is rejected."""
     if c == 0:
-        return np.zeros(mu.shape, dtype=bool)
-    r = np.full(mu.shape, gamma * c / m)
-    h = np.full(mu.shape, gamma * (k - c) / m)
+        return np.zeros(shape, dtype=bool)
+    r = np.full(shape, gamma * c / m)
+    h = np.full(shape, gamma * (k - c) / m)
     for i in range(c - 1, -1, -1):
-        # b(x) = f(1 - x) = Phi(Phi^{-1}(x) - mu) for G_mu.
-        with np.errstate(divide="ignore", invalid="ignore"):
-            b = ndtr(ndtri(np.minimum(r, 1.0)) - mu)
-        new_h = np.maximum(h, b)
+        new_h = np.maximum(h, b(np.minimum(r, 1.0)))
         if np.array_equal(new_h, h):
             break
         r = np.minimum(r + i / (k - i) * (new_h - h), 1.0)
@@ -180,19 +287,79 @@ def fdp_rejects_gdp(m: int, k: int, c: int, mu: np.ndarray, gamma: float) -> np.
     return r + h > k / m
 
 
+def fdp_rejects_gdp(m: int, k: int, c: int, mu: np.ndarray, gamma: float) -> np.ndarray:
+    """Algorithm 3 for ``G_mu`` (vectorised over ``mu``): True where ``mu``-GDP is rejected at
+    level ``gamma`` by ``c`` correct out of ``k`` guesses. ``b(r) = Phi(Phi^-1(r) - mu)``."""
+    mu = np.asarray(mu, dtype=float)
+
+    def b(r: np.ndarray) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return ndtr(ndtri(r) - mu)
+
+    return _algorithm3(m, k, c, b, mu.shape, gamma)
+
+
+def fdp_rejects_eps_delta(
+    m: int, k: int, c: int, eps: np.ndarray, delta: float, gamma: float
+) -> np.ndarray:
+    """Algorithm 3 for the (eps, delta)-DP curves (vectorised over ``eps``): True where
+    (eps, delta)-DP is rejected. ``b(r) = f_{eps,delta}(1 - r) =
+    max(0, 1 - delta - e^eps (1 - r), e^-eps (r - delta))`` (Dong, Roth & Su 2022, Prop. 2.5)."""
+    eps = np.asarray(eps, dtype=float)
+    grow, shrink = np.exp(eps), np.exp(-eps)
+
+    def b(r: np.ndarray) -> np.ndarray:
+        return np.maximum(np.maximum(1.0 - delta - grow * (1.0 - r), shrink * (r - delta)), 0.0)
+
+    return _algorithm3(m, k, c, b, eps.shape, gamma)
+
+
 def fdp_rejects(m: int, k: int, c: int, curve: TradeoffCurve, gamma: float) -> bool:
-    """Mahloujifar et al. 2025, Algorithm 3 for any trade-off curve ``f``: True when "f-DP" is
-    rejected at level ``gamma`` by ``c`` correct out of ``k`` guesses on ``m`` canaries."""
+    """Algorithm 3 for any trade-off curve ``f``: True when "f-DP" is rejected at level
+    ``gamma`` by ``c`` correct out of ``k`` guesses on ``m`` canaries."""
+
+    def b(r: np.ndarray) -> np.ndarray:
+        return np.asarray(curve(np.maximum(0.0, 1.0 - r.reshape(1))), dtype=float).reshape(())
+
+    return bool(_algorithm3(m, k, c, b, (), gamma))
+
+
+def _largest_rejected(
+    rejects: Callable[[np.ndarray], np.ndarray], top: float, refinements: int = 4
+) -> float:
+    """Largest parameter in ``(0, top]`` rejected by ``rejects`` (vectorised, monotone: rejected
+    below a point): a 64-point log grid, then ``refinements`` linear grids of 33 points between
+    the last rejected and the first accepted (about 1e-4 relative for 4); 0 if none."""
+    if not rejects(np.array([1e-6]))[0]:
+        return 0.0
+    grid = np.geomspace(1e-6, top, 64)
+    rejected = rejects(grid)
+    last = int(np.flatnonzero(rejected).max())
+    if last == grid.size - 1:
+        return float(grid[-1])
+    lo, hi = grid[last], grid[last + 1]
+    for _ in range(refinements):
+        fine = np.linspace(lo, hi, 33)
+        j = int(np.flatnonzero(rejects(fine)).max())
+        lo, hi = fine[j], fine[min(j + 1, fine.size - 1)]
+    return float(lo)
+
+
+def fdp_mu(m: int, k: int, c: int, gamma: float, refinements: int = 4) -> float:
+    """Largest ``mu`` at which ``mu``-GDP is rejected (0 if none), to about 1e-4 relative."""
     if c == 0:
-        return False
-    r, h = gamma * c / m, gamma * (k - c) / m
-    for i in range(c - 1, -1, -1):
-        new_h = max(h, float(curve(np.array([max(0.0, 1.0 - min(r, 1.0))]))[0]))
-        if new_h == h:
-            break
-        r = min(r + i / (k - i) * (new_h - h), 1.0)
-        h = new_h
-    return r + h > k / m
+        return 0.0
+    return _largest_rejected(lambda mu: fdp_rejects_gdp(m, k, c, mu, gamma), 64.0, refinements)
+
+
+def fdp_epsilon(m: int, k: int, c: int, delta: float, gamma: float, refinements: int = 4) -> float:
+    """Largest ``eps`` at which (eps, delta)-DP is rejected by Algorithm 3 (0 if none), to about
+    1e-4 relative. Valid for any mechanism: no family is assumed."""
+    if c == 0:
+        return 0.0
+    return _largest_rejected(
+        lambda eps: fdp_rejects_eps_delta(m, k, c, eps, delta, gamma), 64.0, refinements
+    )
 
 
 def _dpsgd_curve(sigma: float, rate: float, steps: int) -> Any:
@@ -223,36 +390,21 @@ def subsampled_gaussian_sigma(
     return hi
 
 
-def fdp_mu(m: int, k: int, c: int, gamma: float) -> float:
-    """Largest ``mu`` at which ``mu``-GDP is rejected (0 if none), to about 1e-4 relative."""
-    if c == 0 or not fdp_rejects_gdp(m, k, c, np.array([1e-6]), gamma)[0]:
-        return 0.0
-    grid = np.geomspace(1e-6, 64.0, 64)
-    rejected = fdp_rejects_gdp(m, k, c, grid, gamma)
-    last = int(np.flatnonzero(rejected).max())
-    if last == grid.size - 1:
-        return float(grid[-1])
-    lo, hi = grid[last], grid[last + 1]
-    for _ in range(4):
-        fine = np.linspace(lo, hi, 33)
-        rej = fdp_rejects_gdp(m, k, c, fine, gamma)
-        j = int(np.flatnonzero(rej).max())
-        lo, hi = fine[j], fine[min(j + 1, fine.size - 1)]
-    return float(lo)
-
-
 @dataclass(frozen=True)
 class OneRunResult:
     """A one-run audit: what was guessed, what was certified, and the ceiling for ``m``.
 
-    ``bound`` is ``eps`` at ``delta`` (``method="steinke"``), ``mu`` (``method="fdp"``, Gaussian
-    DP family) or the noise multiplier ``sigma`` (``family="subsampled_gaussian"``: the audit shows
-    the run is no more private than DP-SGD with this ``sigma``); :meth:`epsilon_lower_bound`
-    converts. ``ceiling`` is the same bound if every guess
-    had been correct (what a perfect attack could certify with these ``m`` canaries).
-    ``corrected`` is False for an uncorrected sweep: then the numbers are **estimates**, not
-    bounds at ``confidence``. ``guesses = guesses_in + guesses_out``: the top-scoring canaries
-    guessed "included" and the lowest-scoring guessed "excluded".
+    ``bound`` is ``eps`` at ``delta`` (``method="steinke"``, and ``method="fdp"`` with the default
+    family-free test), ``mu`` (``family="gdp"``) or the noise multiplier ``sigma``
+    (``family="dpsgd"``: the run is no more private than DP-SGD with this ``sigma``);
+    :meth:`epsilon_lower_bound` converts, and :attr:`assumption` says what a conversion assumes
+    (``None``: nothing). ``mu`` is the largest rejected GDP ``mu`` of an f-DP audit (valid without
+    assumption). ``ceiling`` is the same bound if every guess had been correct (what a perfect
+    attack could certify with these canaries). ``corrected`` is False for an uncorrected sweep:
+    then the numbers are **estimates**, not bounds at ``confidence``. ``m_tested`` canaries were
+    tested (``m`` minus the selection half of ``strategy="split"``); ``counts`` holds
+    ``[k, c]`` of every tested total, each at ``per_guess_level``; ``guesses = guesses_in +
+    guesses_out`` are the counts behind ``bound``.
     """
 
     method: str
@@ -268,53 +420,72 @@ class OneRunResult:
     corrected: bool
     per_guess_level: float
     grid: list[int] = field(default_factory=list)
-    family: str = "gdp"
+    family: str | None = None
     sample_rate: float | None = None
     steps: int | None = None
     sides: str = "both"
     guesses_in: int = 0
     guesses_out: int = 0
+    m_tested: int = 0
+    counts: list[list[int]] = field(default_factory=list)
+    mu: float | None = None
+    seed: int = 0
 
-    def _eps(self, value: float, delta: float) -> float:
-        if self.method == "steinke":
-            return value
+    @property
+    def assumption(self) -> str | None:
+        """What the ``eps`` of this result assumes of the mechanism; ``None`` when nothing."""
+        return ASSUMPTIONS[self.family]
+
+    @property
+    def label(self) -> str:
+        """``"lower bound"``, ``"lower bound, <assumption>"`` or, for an uncorrected sweep,
+        ``"estimate (uncorrected sweep)"``."""
+        if not self.corrected:
+            return "estimate (uncorrected sweep)"
+        return "lower bound" if self.assumption is None else f"lower bound, {self.assumption}"
+
+    def _eps(self, value: float, delta: float, k_c: list[list[int]]) -> float:
         if self.family == "gdp":
             return float(gdp_epsilon(delta, value)) if value > 0 else 0.0
-        if not math.isfinite(value):
-            return 0.0
-        return _dpsgd_curve(value, self.sample_rate, self.steps).epsilon(delta, "lower")
+        if self.family == "dpsgd":
+            if not math.isfinite(value):
+                return 0.0
+            return _dpsgd_curve(value, self.sample_rate, self.steps).epsilon(delta, "lower")
+        if math.isclose(delta, self.delta):
+            return value
+        test = steinke_epsilon if self.method == "steinke" else fdp_epsilon
+        m = self.m_tested or self.m
+        return max((test(m, k, c, delta, self.per_guess_level) for k, c in k_c), default=0.0)
 
     def epsilon_lower_bound(self, delta: float | None = None) -> float:
-        """``eps`` at ``delta`` (default: the audit's ``delta``). The Steinke bound exists only
-        at the audit's own ``delta``; the f-DP bound converts its ``mu`` at any ``delta``."""
+        """``eps`` at ``delta`` (default: the audit's ``delta``). At another ``delta`` the tested
+        counts are tested again at that ``delta`` (the family-free tests) or the family's
+        parameter is converted (under :attr:`assumption`)."""
         delta = self.delta if delta is None else check_probability("delta", delta)
-        if self.method == "steinke":
-            if not math.isclose(delta, self.delta):
-                raise ValueError(
-                    f"delta must be the audit's delta {self.delta} for method 'steinke', "
-                    f"got {delta}"
-                )
-        return self._eps(self.bound, delta)
+        return self._eps(self.bound, delta, self.counts)
 
     def mu_lower_bound(self) -> float:
-        """The largest rejected ``mu`` of Gaussian DP (``method="fdp"``, ``family="gdp"``)."""
-        if self.method != "fdp" or self.family != "gdp":
-            raise ValueError("mu_lower_bound needs method 'fdp' and family 'gdp'")
-        return self.bound
+        """The largest rejected ``mu`` of Gaussian DP (every ``method="fdp"`` audit): the
+        mechanism is not ``mu'``-GDP for any smaller ``mu'``. No assumption."""
+        if self.method != "fdp" or self.mu is None:
+            raise ValueError("mu_lower_bound needs method 'fdp'")
+        return self.mu
 
     def epsilon_ceiling(self) -> float:
         """``eps`` at the audit's ``delta`` that a perfect attack could certify with ``m``."""
-        return self._eps(self.ceiling, self.delta)
+        return self._eps(self.ceiling, self.delta, [[k, k] for k, _ in self.counts])
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready record, with ``eps`` at ``delta`` and its ceiling; a value that is not
-        finite (a ``sigma`` bound when no noise multiplier is rejected) is ``None``."""
+        """JSON-ready record, with ``eps`` at ``delta``, its ceiling, the assumption and the
+        label; a value that is not finite (a ``sigma`` bound when no noise multiplier is
+        rejected) is ``None``."""
         return to_json_value(
             {
                 **asdict(self),
                 "epsilon_lower_bound": self.epsilon_lower_bound(),
                 "epsilon_ceiling": self.epsilon_ceiling(),
-                "label": "lower bound" if self.corrected else "estimate (uncorrected sweep)",
+                "assumption": self.assumption,
+                "label": self.label,
             },
             nonfinite="null",
         )
@@ -339,6 +510,59 @@ def _check_inputs(scores: object, included: object) -> tuple[np.ndarray, np.ndar
     return s, zf.astype(np.int8)
 
 
+def _check_family(
+    family: str | None, method: str, sample_rate: float | None, steps: int | None
+) -> tuple[str | None, float | None, int | None]:
+    if family == "subsampled_gaussian":
+        warnings.warn(
+            "family='subsampled_gaussian' is deprecated and will be removed in the next release; "
+            "use family='dpsgd'",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        family = "dpsgd"
+    if family is None:
+        return None, None, None
+    family = check_choice("family", family, _FAMILIES)
+    if method != "fdp":
+        raise ValueError(f"family {family!r} needs method 'fdp'")
+    if family == "gdp":
+        return family, None, None
+    if sample_rate is None or steps is None:
+        raise ValueError("family 'dpsgd' needs sample_rate= and steps=")
+    return (
+        family,
+        check_probability("sample_rate", sample_rate, low_open=True),
+        check_integer("steps", steps, minimum=1),
+    )
+
+
+class _Counter:
+    """Guesses made and correct for any ``(k_+, k_-)``, from scores sorted from the highest
+    (``ranked``) and the inclusions in the same order; tied blocks at a cut are abstained on."""
+
+    def __init__(self, ranked: np.ndarray, ordered: np.ndarray) -> None:
+        self.m = ranked.size
+        self.descending = -ranked  # ascending, for searchsorted
+        self.top = np.concatenate(([0], np.cumsum(ordered)))
+        self.bottom = np.concatenate(([0], np.cumsum(1 - ordered[::-1])))
+
+    def cut(self, k_in: int, k_out: int) -> tuple[int, int, int]:
+        """``(k_+, k_-, c)`` after abstaining on tied blocks at the two cuts."""
+        key = self.descending
+        if 0 < k_in < self.m and key[k_in - 1] == key[k_in]:
+            k_in = int(np.searchsorted(key, key[k_in], side="left"))
+        cut = self.m - k_out
+        if 0 < k_out < self.m and key[cut - 1] == key[cut]:
+            k_out = self.m - int(np.searchsorted(key, key[cut - 1], side="right"))
+        return k_in, k_out, int(self.top[k_in] + self.bottom[k_out])
+
+    def guesses(self, k_in: int, k_out: int) -> tuple[int, int]:
+        """``(k, c)``: guesses made and correct."""
+        a, b, c = self.cut(k_in, k_out)
+        return a + b, c
+
+
 def audit_one_run(
     scores: object,
     included: object,
@@ -346,12 +570,13 @@ def audit_one_run(
     delta: float = 1e-5,
     confidence: float = 0.95,
     method: str = "fdp",
+    family: str | None = None,
     guesses: int | None = None,
     sides: str = "both",
-    strategy: str = "bonferroni",
-    family: str = "gdp",
+    strategy: str = "auto",
     sample_rate: float | None = None,
     steps: int | None = None,
+    seed: int = 0,
 ) -> OneRunResult:
     """Lower-bound the privacy of one training run from its canaries' scores.
 
@@ -361,29 +586,32 @@ def audit_one_run(
         ``scores[i]``: the trained model's score of canary ``i`` (larger = "included").
     included:
         ``included[i]`` in {0, 1}: whether canary ``i`` was in the training set (each with
-        probability 1/2, independently of everything else).
+        probability 1/2, independently of everything else; checked, see :func:`check_design`).
     delta:
         The ``delta`` of the reported ``eps``.
     confidence:
         Level of the bound.
     method:
-        ``"fdp"`` (Mahloujifar et al. 2025, Gaussian DP family) or ``"steinke"`` (Steinke et al.
-        2023, (eps, delta)).
-    guesses:
-        Total number of guesses ``k`` (chosen before seeing the scores), split by ``sides``.
-        Default: the best of :func:`guess_grid` with a Bonferroni correction.
-    sides:
-        ``"both"``: guess "included" for the ``ceil(k / 2)`` top-scoring canaries and
-        "excluded" for the ``floor(k / 2)`` lowest-scoring ones, as both papers do; ``"in"``:
-        only the ``k`` top-scoring canaries, guessed "included".
-    strategy:
-        ``"bonferroni"`` (valid) or ``"sweep"``: the best of the grid without correction, as the
-        published code does; labelled an estimate, not a bound.
+        ``"fdp"`` (Mahloujifar et al. 2025, Algorithm 3) or ``"steinke"`` (Steinke et al. 2023,
+        Theorem 5.2).
     family:
-        ``method="fdp"`` only: ``"gdp"`` or ``"subsampled_gaussian"`` (needs ``sample_rate`` and
-        ``steps`` of the DP-SGD run).
+        ``method="fdp"`` only. ``None`` (default): the (eps, delta) curves themselves, valid for
+        any mechanism. ``"gdp"`` or ``"dpsgd"`` (needs ``sample_rate`` and ``steps``): a
+        parametric family the caller declares the mechanism belongs to; the ``eps`` then carries
+        that assumption (:attr:`OneRunResult.assumption`).
+    guesses:
+        Total number of guesses ``k`` (chosen before seeing the scores), split by ``sides``,
+        tested once at the full level.
+    sides:
+        ``"both"``: guesses "included" for the top-scoring canaries and "excluded" for the
+        lowest-scoring ones; ``"in"``: only "included".
+    strategy:
+        ``"auto"`` (by method and ``m`` only), ``"bonferroni"``, ``"split"`` (valid) or ``"sweep"``
+        (uncorrected: labelled an estimate, not a bound); see the module docstring.
     sample_rate, steps:
         The Poisson sampling rate and the number of steps of the audited DP-SGD run.
+    seed:
+        Seed of the split's random halves (:func:`split_canaries`).
     """
     s, z = _check_inputs(scores, included)
     delta = check_probability("delta", delta)
@@ -391,49 +619,65 @@ def audit_one_run(
     method = check_choice("method", method, _METHODS)
     strategy = check_choice("strategy", strategy, _STRATEGIES)
     sides = check_choice("sides", sides, _SIDES)
-    family = check_choice("family", family, _FAMILIES)
-    if family == "subsampled_gaussian":
-        if method != "fdp":
-            raise ValueError("family 'subsampled_gaussian' needs method 'fdp'")
-        if sample_rate is None or steps is None:
-            raise ValueError("family 'subsampled_gaussian' needs sample_rate= and steps=")
-        sample_rate = check_probability("sample_rate", sample_rate, low_open=True)
-        steps = check_integer("steps", steps, minimum=1)
+    family, sample_rate, steps = _check_family(family, method, sample_rate, steps)
+    seed = check_integer("seed", seed, minimum=0)
+    check_design(z)
     m = s.size
     if guesses is not None:
-        grid = np.array([check_integer("guesses", guesses, minimum=1, maximum=m)])
-    else:
-        grid = guess_grid(m)
+        guesses = check_integer("guesses", guesses, minimum=1, maximum=m)
+    if strategy == "auto":
+        split = guesses is None and method == "steinke" and m >= AUTO_SPLIT_FROM
+        strategy = "split" if split else "bonferroni"
     gamma = 1.0 - confidence
-    level = gamma / grid.size if strategy == "bonferroni" else gamma
-    # Stable descending order; ties broken by index, never by membership.
-    ordered = z[np.argsort(-s, kind="stable")]
-    top_hits = np.concatenate(([0], np.cumsum(ordered)))
-    bottom_hits = np.concatenate(([0], np.cumsum(1 - ordered[::-1])))
-    splits = {int(k): split_guesses(int(k), sides) for k in grid}
 
-    def bound(k: int, c: int) -> float:
+    def bound(m_t: int, k_c: list[tuple[int, int]], level: float) -> tuple[float, int]:
+        """The family's bound of the best pair and its index."""
+        if family == "dpsgd":
+            sigma = subsampled_gaussian_sigma(m_t, k_c, level, sample_rate, steps)
+            if not math.isfinite(sigma):
+                return sigma, 0
+            curve = _dpsgd_curve(sigma, sample_rate, steps).tradeoff("lower")
+            j = next((j for j, kc in enumerate(k_c) if fdp_rejects(m_t, *kc, curve, level)), 0)
+            return sigma, j
         if method == "steinke":
-            return steinke_epsilon(m, k, c, delta, level)
-        return fdp_mu(m, k, c, level)
-
-    counts = [(k, int(top_hits[k_in] + bottom_hits[k_out])) for k, (k_in, k_out) in splits.items()]
-    if family == "subsampled_gaussian":
-        # Smaller sigma = less private: the bound is the smallest rejected sigma.
-        best = subsampled_gaussian_sigma(m, counts, level, sample_rate, steps)
-        perfect = [(k, k) for k, _ in counts]
-        ceiling = subsampled_gaussian_sigma(m, perfect, level, sample_rate, steps)
-        best_k, best_c = counts[0]
-        if math.isfinite(best):
-            curve = _dpsgd_curve(best, sample_rate, steps).tradeoff("lower")
-            best_k, best_c = next(
-                (kc for kc in counts if fdp_rejects(m, *kc, curve, level)), counts[0]
-            )
-    else:
-        values = [bound(k, c) for k, c in counts]
-        ceiling = max(bound(k, k) for k, _ in counts)
+            values = [steinke_epsilon(m_t, k, c, delta, level) for k, c in k_c]
+        elif family == "gdp":
+            values = [fdp_mu(m_t, k, c, level) for k, c in k_c]
+        else:
+            values = [fdp_epsilon(m_t, k, c, delta, level) for k, c in k_c]
         j = int(np.argmax(values))
-        best, (best_k, best_c) = values[j], counts[j]
+        return values[j], j
+
+    def selection_value(m_t: int, k: int, c: int) -> float:
+        """What the split's selection half maximises, at the audit's level and to about 1%
+        (DP-SGD's sigma is ordered like GDP's mu, whose test is far cheaper)."""
+        if method == "steinke":
+            return steinke_epsilon(m_t, k, c, delta, gamma, iterations=8)
+        if family is None:
+            return fdp_epsilon(m_t, k, c, delta, gamma, refinements=1)
+        return fdp_mu(m_t, k, c, gamma, refinements=1)
+
+    if strategy == "split" and guesses is None:
+        sel, tested = split_canaries(m, seed)
+        k_in, k_out = _split_choice(s[sel], z[sel], sides, selection_value)
+        scale = tested.size / sel.size
+        k_in = min(round(k_in * scale), tested.size)
+        planned = [(k_in, min(round(k_out * scale), tested.size - k_in))]
+        level = gamma
+    else:
+        grid = np.array([guesses]) if guesses is not None else guess_grid(m)
+        planned = [split_guesses(int(k), sides) for k in grid]
+        tested = np.arange(m)
+        level = gamma / len(planned) if strategy == "bonferroni" else gamma
+    order = canary_order(s[tested])
+    counter = _Counter(s[tested][order], z[tested][order])
+    cuts = [counter.cut(a, b) for a, b in planned]
+    k_c = [(a + b, c) for a, b, c in cuts]
+    best, j = bound(tested.size, k_c, level)
+    ceiling, _ = bound(tested.size, [(k, k) for k, _ in k_c], level)
+    mu = None
+    if method == "fdp":
+        mu = best if family == "gdp" else max(fdp_mu(tested.size, k, c, level) for k, c in k_c)
     return OneRunResult(
         method=method,
         strategy=strategy,
@@ -441,17 +685,44 @@ def audit_one_run(
         included=int(z.sum()),
         confidence=confidence,
         delta=delta,
-        guesses=best_k,
-        correct=best_c,
+        guesses=k_c[j][0],
+        correct=k_c[j][1],
         bound=float(best),
         ceiling=float(ceiling),
-        corrected=strategy == "bonferroni" or grid.size == 1,
+        corrected=strategy != "sweep" or len(planned) == 1,
         per_guess_level=level,
-        grid=[int(k) for k in grid],
+        grid=[a + b for a, b in planned],
         family=family,
         sample_rate=sample_rate,
         steps=steps,
         sides=sides,
-        guesses_in=splits[best_k][0],
-        guesses_out=splits[best_k][1],
+        guesses_in=cuts[j][0],
+        guesses_out=cuts[j][1],
+        m_tested=int(tested.size),
+        counts=[[k, c] for k, c in k_c],
+        mu=mu,
+        seed=seed,
     )
+
+
+def _split_choice(
+    s: np.ndarray,
+    z: np.ndarray,
+    sides: str,
+    value: Callable[[int, int, int], float],
+) -> tuple[int, int]:
+    """``(k_+, k_-)`` that gives the largest bound on the selection canaries (``s``, ``z``),
+    among :data:`SPLIT_GRID_SIZE` totals and the :data:`SPLIT_SHARES` of "in" guesses."""
+    m = s.size
+    order = canary_order(s)
+    counter = _Counter(s[order], z[order])
+    shares = SPLIT_SHARES if sides == "both" else (1.0,)
+    best, choice = -math.inf, split_guesses(min(10, m), sides)
+    for k in guess_grid(m, SPLIT_GRID_SIZE):
+        for share in shares:
+            k_in = int(round(share * int(k)))
+            k_out = int(k) - k_in
+            v = value(m, *counter.guesses(k_in, k_out))
+            if v > best:
+                best, choice = v, (k_in, k_out)
+    return choice

@@ -15,9 +15,9 @@ than the evaluation counts can pay. ``strategy="median"`` reads one threshold, t
 pooled selection scores (chosen without the evaluation scores, so ``gamma/2`` per error rate is
 valid), as the engine's ``"fixed"`` strategy. The default ``"auto"`` depends only on the sample
 sizes: ``"median"`` below :data:`AUTO_MEDIAN_BELOW` evaluation scores per side, else the engine's
-default ``"holdout"``. Gaussian scores (``mu = 1``), median over 20 seeds of the ``mu`` bound:
-100 per side: median threshold 0.380, holdout 0.067, Bonferroni 0.015; 1,000 per side: 0.796,
-0.782, 0.704 (and ``eps`` at ``1e-5``: 0.657, 1.111, 1.070).
+default ``"holdout"``. Gaussian scores (``mu = 1``), median over 200 seeds of the ``mu`` bound
+(``bench/bench_scores.py``): 100 per side: median threshold 0.249, holdout 0.229, Bonferroni 0;
+1,000 per side: 0.779, 0.751, 0.666 (and ``eps`` at ``1e-5``: 0.652, 1.062, 0.940).
 :meth:`~dpaudit.audit.result.AuditResult.epsilon_ceiling` and ``mu_ceiling`` of the result state
 what a perfect attack could certify with the same sample sizes, so an audit limited by its ``n``
 shows as such.

@@ -21,8 +21,9 @@ __all__ = ["one_run_rows", "write_one_run"]
 
 
 def one_run_rows(results: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """One row per audit: name, method, canaries, guesses "in" + "out", correct, eps, ceiling,
-    label."""
+    """One row per audit: name, method, canaries, guesses "in" + "out", correct, eps, mu (the
+    largest refuted GDP ``mu`` of an f-DP audit), ceiling, confidence, label (with what the
+    ``eps`` assumes of the mechanism, if anything)."""
     rows = []
     for name, r in results.items():
         rows.append(
@@ -34,9 +35,10 @@ def one_run_rows(results: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "correct": r.correct,
                 "delta": r.delta,
                 "eps": round(r.epsilon_lower_bound(), 4),
+                "mu": "" if r.mu is None else round(r.mu, 4),
                 "ceiling": round(r.epsilon_ceiling(), 4),
                 "confidence": r.confidence,
-                "label": "lower bound" if r.corrected else "estimate (uncorrected sweep)",
+                "label": r.label,
             }
         )
     return rows
@@ -66,7 +68,9 @@ def write_one_run(
     md += [
         "",
         "Each bound holds at its confidence on its own; `ceiling` is what every guess being "
-        "correct would certify with the same canaries.",
+        "correct would certify with the same canaries. An eps labelled with an assumption holds "
+        "only for a mechanism of that family; `mu` (no assumption) is the largest Gaussian-DP "
+        "mu the run refutes.",
         "",
     ]
     cells = "".join(f"<th>{html.escape(h)}</th>" for h in header)

@@ -110,3 +110,23 @@ def test_bad_input(kwargs, word):
     args = {"scores_d": np.arange(10.0), "scores_d_prime": np.arange(10.0)} | kwargs
     with pytest.raises(ValueError, match=word):
         audit_scores(args.pop("scores_d"), args.pop("scores_d_prime"), **args)
+
+
+def test_median_threshold_is_chosen_on_the_selection_scores_only():
+    """The median strategy's threshold is the median of the pooled *selection* scores: moving only
+    the evaluation scores (far, in the direction that would move an evaluation median) leaves it
+    where it was, while the evaluation counts change."""
+    rng = np.random.default_rng(0)
+    s0, s1 = rng.standard_normal(200), rng.standard_normal(200) + 1.0
+    a = audit_scores(s0, s1, strategy="median", seed=7)
+    split = np.random.default_rng(np.random.SeedSequence(7))
+    sel0, ev0 = split_scores(np.arange(200), 0.5, split)
+    sel1, ev1 = split_scores(np.arange(200), 0.5, split)
+    expected = np.median(np.concatenate([s0[sel0], s1[sel1]]))
+    assert a.fixed_thresholds.tolist() == [expected]
+    t0, t1 = s0.copy(), s1.copy()
+    t0[ev0] += 5.0
+    t1[ev1] += 5.0
+    b = audit_scores(t0, t1, strategy="median", seed=7)
+    assert b.fixed_thresholds.tolist() == [expected]
+    assert not np.array_equal(a.fixed_counts, b.fixed_counts)
