@@ -25,7 +25,10 @@ from dpaudit.audit.confidence import clopper_pearson_upper
 from dpaudit.audit.engine import auto_n_jobs
 from dpaudit.audit.lower_bounds import epsilon_from_errors, mu_from_errors
 from dpaudit.audit.strategies import (
+    HOLDOUT_RESERVE,
     RESERVE_SELECTION,
+    SMALL_CANDIDATES_PER_SIDE,
+    bonferroni_candidates,
     ceiling_errors,
     choose_threshold,
     holdout_choice,
@@ -128,6 +131,40 @@ def test_gaussian_mu_coverage_test_has_power(gaussian_reserve):
         w = r.mu_witness()
         exceed += float(mu_from_errors(w["alpha"], w["beta"])) > 1.0
     assert exceed > ALLOWED
+
+
+def _cp_upper(k, n: int, g: float) -> float:
+    """Clopper-Pearson upper bound straight from scipy's beta quantile (1 at k = n)."""
+    return 1.0 if k >= n else float(stats.beta.ppf(1 - g, k + 1, n - k))
+
+
+def _check_witness_level(result, witness, g: float) -> None:
+    """The witness's bounds are Clopper-Pearson bounds of its evaluation counts at ``g``."""
+    assert witness["gamma_per_bound"] == pytest.approx(g, rel=1e-12)
+    ev = result.tradeoff
+    j = int(np.flatnonzero(result.edges == witness["threshold"])[0])
+    assert witness["alpha_upper"] == pytest.approx(_cp_upper(ev.fp[j], ev.n_d, g), rel=1e-9)
+    assert witness["beta_upper"] == pytest.approx(_cp_upper(ev.fn[j], ev.n_d_prime, g), rel=1e-9)
+
+
+def test_reserve_and_holdout_are_read_at_their_shares_of_gamma():
+    """With 250 selection trials the holdout keeps HOLDOUT_RESERVE of gamma for the small
+    Bonferroni set: the holdout's J thresholds at (1 - r) gamma / (2J) per bound, the reserve's
+    K candidates at r gamma / (2K). Seed 3 exercises both (deterministic): the eps bound comes
+    from the reserve, the mu bound from the holdout. Reading either at the full gamma passes
+    the coverage tests but fails here."""
+    gamma = 1 - 0.95
+    r = dpaudit.audit(Gaussian(1.0), trials=1000, selection_trials=250, seed=3)
+    sel = r.selection_tradeoff
+    k = bonferroni_candidates(sel.fp, sel.fn, 250, 250, SMALL_CANDIDATES_PER_SIDE).size
+    eps = r.epsilon_witness(0.0)
+    assert eps["strategy"] == "holdout+reserve" and eps["candidates"] == k
+    _check_witness_level(r, eps, HOLDOUT_RESERVE * gamma / (2 * k))
+    assert eps["epsilon"] == float(epsilon_from_errors(eps["alpha_upper"], eps["beta_upper"], 0))
+    mu = r.mu_witness()
+    assert mu["strategy"] == "holdout"
+    _check_witness_level(r, mu, (1 - HOLDOUT_RESERVE) * gamma / (2 * mu["candidates"]))
+    assert mu["mu"] == float(mu_from_errors(mu["alpha_upper"], mu["beta_upper"]))
 
 
 def test_holdout_choice_falls_back_when_nothing_is_predicted_positive():
