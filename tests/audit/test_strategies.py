@@ -25,6 +25,7 @@ from dpaudit.audit.confidence import clopper_pearson_upper
 from dpaudit.audit.engine import auto_n_jobs
 from dpaudit.audit.lower_bounds import epsilon_from_errors, mu_from_errors
 from dpaudit.audit.strategies import (
+    HOLDOUT_PESSIMISM,
     HOLDOUT_RESERVE,
     RESERVE_SELECTION,
     SMALL_CANDIDATES_PER_SIDE,
@@ -33,6 +34,7 @@ from dpaudit.audit.strategies import (
     choose_threshold,
     holdout_choice,
     oracle_errors,
+    predicted_upper,
 )
 from dpaudit.mechanisms import Gaussian, RandomizedResponse
 
@@ -165,6 +167,74 @@ def test_reserve_and_holdout_are_read_at_their_shares_of_gamma():
     assert mu["strategy"] == "holdout"
     _check_witness_level(r, mu, (1 - HOLDOUT_RESERVE) * gamma / (2 * mu["candidates"]))
     assert mu["mu"] == float(mu_from_errors(mu["alpha_upper"], mu["beta_upper"]))
+
+
+def _errors(seed: int, n: int, loc: float, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(FP, FN) at ``edges`` of ``n`` scores N(loc, 1) under D and N(loc + 1, 1) under D'."""
+    rng = np.random.default_rng(seed)
+    s0, s1 = np.sort(rng.normal(loc, 1.0, n)), np.sort(rng.normal(loc + 1.0, 1.0, n))
+    return n - np.searchsorted(s0, edges, side="left"), np.searchsorted(s1, edges, side="left")
+
+
+def _holdout_set(objective, selection, sizes, share: float) -> set[int]:
+    """The holdout's thresholds by the module docstring: at each pessimism, the largest
+    objective predicted from the selection counts alone, at ``share / 2`` per bound."""
+    fp, fn, s0, s1 = selection
+    g = share / len(HOLDOUT_PESSIMISM)
+    chosen = {
+        holdout_choice(
+            objective(
+                predicted_upper(fp, s0, sizes[0], g, p), predicted_upper(fn, s1, sizes[1], g, p)
+            )
+        )
+        for p in HOLDOUT_PESSIMISM
+    }
+    assert None not in chosen  # these selections predict a usable threshold
+    return chosen
+
+
+@pytest.mark.parametrize(
+    ("strategy", "n_selection"), [("holdout", 20_000), ("holdout", 250), ("bonferroni", 20_000)]
+)
+@pytest.mark.parametrize("quantity", ["mu", "epsilon"])
+def test_choice_is_made_on_the_selection_counts_only(strategy, n_selection, quantity):
+    """The selection step (which thresholds compete) is a function of the selection counts:
+    with the selection fixed and evaluations whose best thresholds lie far apart (scores
+    shifted by -3, 0, +3), the chosen index always lies in the set the selection defines and
+    the number of candidates never moves. Test of the test: on the shifted evaluations the
+    best threshold of the evaluation counts lies outside that set, so a choice made on them
+    would leave it."""
+    gamma, n = 0.05, 20_000
+    edges = np.linspace(-7.0, 8.0, 3001)
+    if quantity == "mu":
+        objective = mu_from_errors
+    else:
+
+        def objective(a, b):
+            return epsilon_from_errors(a, b, 1e-5)
+
+    selection = (*_errors(0, n_selection, 0.0, edges), n_selection, n_selection)
+    reserve = RESERVE_SELECTION[0] <= n_selection < RESERVE_SELECTION[1]
+    if strategy == "bonferroni":
+        allowed = {"bonferroni": set(bonferroni_candidates(*selection).tolist())}
+    else:
+        share = (1 - HOLDOUT_RESERVE * reserve) * gamma / 2
+        allowed = {"holdout": _holdout_set(objective, selection, (n, n), share)}
+        if reserve:
+            small = bonferroni_candidates(*selection, SMALL_CANDIDATES_PER_SIDE)
+            allowed["holdout+reserve"] = set(small.tolist())
+    union = set().union(*allowed.values())
+    for loc in (-3.0, 0.0, 3.0):
+        evaluation = (*_errors(1, n, loc, edges), n, n)
+        choice = choose_threshold(strategy, objective, selection, evaluation, gamma)
+        assert choice["index"] in allowed[choice["strategy"]], (loc, choice)
+        assert choice["candidates"] == len(allowed[choice["strategy"]])
+        if loc != 0.0:
+            g = gamma / (2 * len(union))
+            ev_best = int(
+                np.argmax(objective(*(clopper_pearson_upper(k, n, g) for k in evaluation[:2])))
+            )
+            assert ev_best not in union
 
 
 def test_holdout_choice_falls_back_when_nothing_is_predicted_positive():
