@@ -7,6 +7,7 @@ import pytest
 from scipy import stats
 
 import dpaudit as dpa
+from dpaudit.audit.lower_bounds import epsilon_from_errors, mu_from_errors
 from dpaudit.bounds.gdp import gdp
 from dpaudit.bounds.tradeoff import approx_dp
 from dpaudit.mechanisms.flawed import flawed
@@ -53,6 +54,45 @@ def test_family_splits_the_confidence():
     lone = result.epsilon_lower_bound(0.0)
     assert v["epsilon_lower_bounds"]["0.0"] <= lone
     assert result.verdict(None, DELTAS)["verdict"] is None
+
+
+def _cp_upper(k, n: int, g: float) -> float:
+    """Clopper-Pearson upper bound straight from scipy's beta quantile (1 at k = n)."""
+    return 1.0 if k >= n else float(stats.beta.ppf(1 - g, k + 1, n - k))
+
+
+def test_every_test_of_the_family_is_read_at_gamma_over_m():
+    """The family's level, pinned on every member: each witness reports confidence
+    1 - gamma/m and gamma/(2mJ) per bound (holdout, J thresholds; 10^4 selection trials keep no
+    reserve), and its bounds are Clopper-Pearson bounds of the evaluation counts recomputed
+    from scipy at that level. The claim is false, so the claim's own test is reported too.
+    Reading the members at the full confidence passed the earlier tests (they only compare
+    with the lone bound by <=)."""
+    result = _audit(dpa.mechanisms.Laplace(1.0), 0)
+    v = result.verdict(approx_dp(0.3, 0.0), DELTAS)
+    m = len(DELTAS) + 2
+    gamma_each = (1 - 0.95) / m
+    assert v["family"]["tests"] == m
+    assert v["family"]["gamma_per_test"] == pytest.approx(gamma_each, rel=1e-12)
+    assert v["family"]["confidence_per_test"] == pytest.approx(1 - gamma_each, rel=1e-12)
+    assert v["verdict"] == "violated" and v["witness"]["test"] == "claim"
+    ev = result.tradeoff
+    members = [*v["epsilon_witnesses"].values(), v["mu_witness"], v["witness"]]
+    for w in members:
+        assert w["confidence"] == pytest.approx(1 - gamma_each, rel=1e-12)
+        assert w["strategy"] == "holdout" and w["candidates"] in (1, 2)
+        g = gamma_each / (2 * w["candidates"])
+        assert w["gamma_per_bound"] == pytest.approx(g, rel=1e-12)
+        j = int(np.flatnonzero(result.edges == w["threshold"])[0])
+        assert w["alpha_upper"] == pytest.approx(_cp_upper(ev.fp[j], ev.n_d, g), rel=1e-9)
+        assert w["beta_upper"] == pytest.approx(_cp_upper(ev.fn[j], ev.n_d_prime, g), rel=1e-9)
+    for d in DELTAS:
+        w = v["epsilon_witnesses"][repr(d)]
+        assert v["epsilon_lower_bounds"][repr(d)] == float(
+            epsilon_from_errors(w["alpha_upper"], w["beta_upper"], d)
+        )
+    mu = v["mu_witness"]
+    assert v["mu_lower_bound"] == float(mu_from_errors(mu["alpha_upper"], mu["beta_upper"]))
 
 
 def test_verdict_false_alarm_rate_on_correct_claims_is_at_most_the_level():
