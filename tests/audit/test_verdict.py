@@ -9,7 +9,8 @@ from scipy import stats
 import dpaudit as dpa
 from dpaudit.audit.lower_bounds import epsilon_from_errors, mu_from_errors
 from dpaudit.bounds.gdp import gdp
-from dpaudit.bounds.tradeoff import approx_dp
+from dpaudit.bounds.tradeoff import PiecewiseLinearTradeoff, approx_dp
+from dpaudit.mechanisms import Mechanism, NeighbouringPair
 from dpaudit.mechanisms.flawed import flawed
 
 DELTAS = (0.0, 1e-6, 1e-3)
@@ -93,6 +94,56 @@ def test_every_test_of_the_family_is_read_at_gamma_over_m():
         )
     mu = v["mu_witness"]
     assert v["mu_lower_bound"] == float(mu_from_errors(mu["alpha_upper"], mu["beta_upper"]))
+
+
+class _Coin(Mechanism):
+    """One biased coin: heads with probability 0.1 on D and 0.5 on D_prime. Its trade-off
+    curve T(D, D') has the vertex (0.1, 0.5) and the reverse T(D', D) the vertex (0.5, 0.1)."""
+
+    def sample(self, dataset, size, rng):
+        heads = 0.5 if len(dataset) else 0.1
+        return (rng.random(size) < heads).astype(float)
+
+    def worst_case_pair(self):
+        return NeighbouringPair(np.zeros(0), np.array([1.0]))
+
+
+def _half(x):
+    return 0.5 * (1.0 - np.asarray(x, dtype=float))
+
+
+def test_an_asymmetric_claim_is_refuted_in_the_reverse_order_only():
+    """The claim f(alpha) = (1 - alpha)/2 is not symmetric (its inverse is 1 - 2 beta): the
+    coin satisfies it in the order (D, D') (0.5 >= f(0.1) = 0.45) but not in the order
+    (D', D) (0.1 < f(0.5) = 0.25). Its eps is infinite at every delta < 1/2 and it is no GDP
+    claim, so only the margin in the reverse order can refute it. The verdict must say
+    violated, by the claim's own test, in the order d_prime_d; on the swapped pair (tails
+    pointing to D_prime) the same refutation appears in the order d_d_prime. Deterministic
+    for this seed (refuting margins of about 0.12, the other order's below -0.06)."""
+    claim = PiecewiseLinearTradeoff(np.array([0.0, 1.0]), np.array([0.5, 0.0]), name="half")
+    x = np.array([0.1, 0.5])
+    assert not np.allclose(claim(x), claim.inverse()(x))  # asymmetric
+    assert all(np.isinf(claim.epsilon(d)) for d in DELTAS)
+    coin = _Coin()
+    pair = coin.worst_case_pair()
+    # On the swapped pair tails point to D_prime: the test is "D_prime iff -output >= t".
+    cases = (
+        (pair, dpa.attacks.Threshold(), "d_prime_d"),
+        (pair.swapped(), dpa.attacks.Threshold([-1.0]), "d_d_prime"),
+    )
+    for p, attack, order in cases:
+        result = dpa.audit(coin, p, attack, trials=5000, seed=0)
+        v = result.verdict(claim, DELTAS)
+        assert v["verdict"] == "violated" and "claim" in v["refuted_by"], order
+        w = result.violates(claim, DELTAS)
+        assert w is not None and w["order"] == order and w["test"] == "claim"
+        a, b = w["alpha_upper"], w["beta_upper"]
+        forward, reverse = float(_half(a) - b), float(_half(b) - a)
+        refuting, other = (reverse, forward) if order == "d_prime_d" else (forward, reverse)
+        assert refuting > 0.05 and other < 0.0, order
+        assert w["margin"] == pytest.approx(refuting, rel=1e-12)
+        claimed = _half(b) if order == "d_prime_d" else _half(a)
+        assert w["claimed_beta"] == pytest.approx(float(claimed), rel=1e-12)
 
 
 def test_verdict_false_alarm_rate_on_correct_claims_is_at_most_the_level():
