@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -132,6 +133,51 @@ def test_json_round_trip_keeps_every_number(gaussian_result, tmp_path):
         again.theory_comparison()
     with pytest.raises(ValueError, match="record"):
         AuditResult.from_dict({"format": "other"})
+
+
+def _same_result(again: AuditResult, r: AuditResult) -> None:
+    """Every count array and every bound of ``again`` equals that of ``r``."""
+    for name in ("counts", "selection_counts", "fixed_thresholds", "fixed_counts", "edges"):
+        got, want = getattr(again, name), getattr(r, name)
+        assert got.dtype == want.dtype, name
+        np.testing.assert_array_equal(got, want, err_msg=name)
+    for name in ("counts_d", "sum_d", "sum_sq_d", "counts_d_prime", "sum_d_prime"):
+        np.testing.assert_array_equal(
+            getattr(again.privacy_loss, name), getattr(r.privacy_loss, name)
+        )
+    np.testing.assert_array_equal(again.privacy_loss.sum_sq_d_prime, r.privacy_loss.sum_sq_d_prime)
+    for delta in (0.0, 1e-5):
+        assert dict(again.epsilon_witness(delta)) == dict(r.epsilon_witness(delta))
+    assert dict(again.mu_witness()) == dict(r.mu_witness())
+    assert again.to_dict() == r.to_dict()
+
+
+def test_json_round_trip_keeps_every_count_array_of_a_fixed_audit():
+    """A fixed-strategy result keeps FP and FN apart through JSON. Its bounds are symmetric in
+    the two errors, so with equal sample sizes and FP = FN a load that swaps them went unseen:
+    here FP != FN at every threshold, and a second record has 2x the trials under D_prime."""
+    thresholds = [0.3, -0.2, 1.5]
+    r = dpaudit.audit(
+        Gaussian(1.0),
+        trials=20_000,
+        seed=1,
+        strategy="fixed",
+        threshold=thresholds,
+        privacy_loss=True,
+    )
+    fp, fn = r.fixed_counts
+    assert np.all(fp != fn)
+    record = r.to_dict()
+    assert record["fixed"] == {"thresholds": thresholds, "fp": fp.tolist(), "fn": fn.tolist()}
+    _same_result(AuditResult.from_json(r.to_json()), r)
+    # Unequal sample sizes: D_prime's counts (all of them) doubled.
+    counts = r.counts * np.array([[1], [2]])
+    fixed = r.fixed_counts * np.array([[1], [2]])
+    uneven = replace(r, counts=counts, fixed_counts=fixed)
+    assert uneven.tradeoff.n_d_prime == 2 * uneven.tradeoff.n_d
+    again = AuditResult.from_json(uneven.to_json())
+    _same_result(again, uneven)
+    assert again.mu_lower_bound() == uneven.mu_lower_bound()
 
 
 def test_bonferroni_and_fixed_strategies():
