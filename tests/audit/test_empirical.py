@@ -63,6 +63,58 @@ def test_band_contains_the_pointwise_bounds_and_names_its_method(scores):
     assert emp.band_gamma_bonferroni == pytest.approx(0.05 / (8 * 201))
 
 
+def _cp_upper(k: np.ndarray, n: int, g: float) -> np.ndarray:
+    """Clopper-Pearson upper bound straight from scipy's beta quantile (1 at k = n)."""
+    k = np.asarray(k)
+    return np.where(k >= n, 1.0, stats.beta.ppf(1 - g, k + 1, np.maximum(n - k, 1)))
+
+
+def _cp_lower(k: np.ndarray, n: int, g: float) -> np.ndarray:
+    """Clopper-Pearson lower bound straight from scipy's beta quantile (0 at k = 0)."""
+    k = np.asarray(k)
+    return np.where(k <= 0, 0.0, stats.beta.ppf(g, np.maximum(k, 1), n - k + 1))
+
+
+def test_band_is_the_tighter_of_bonferroni_clopper_pearson_and_dkw_at_gamma_over_4(scores):
+    """The band's levels, recomputed independently: Clopper-Pearson at gamma/(8E) per bound
+    and the DKW-Massart radius sqrt(log(2/(gamma/4)) / (2n)) per distribution; at every
+    threshold each side is the tighter of the two. A DKW share of gamma/2 (or a Bonferroni
+    level other than gamma/(8E)) moves the band at the thresholds that construction wins."""
+    s0, s1 = scores
+    gamma, e = 0.1, 201
+    emp = EmpiricalTradeoff.from_scores(s0, s1, np.linspace(-4, 4, e), confidence=1 - gamma)
+    n0, n1 = 3000, 2500
+    g = gamma / (8 * e)
+    assert emp.band_gamma_bonferroni == pytest.approx(g, rel=1e-12)
+    r0 = np.sqrt(np.log(8 / gamma) / (2 * n0))  # log(2 / (gamma/4))
+    r1 = np.sqrt(np.log(8 / gamma) / (2 * n1))
+    a, b = emp.fp / n0, emp.fn / n1
+    expected = {
+        "alpha_upper": np.minimum(_cp_upper(emp.fp, n0, g), np.minimum(a + r0, 1.0)),
+        "alpha_lower": np.maximum(_cp_lower(emp.fp, n0, g), np.maximum(a - r0, 0.0)),
+        "beta_upper": np.minimum(_cp_upper(emp.fn, n1, g), np.minimum(b + r1, 1.0)),
+        "beta_lower": np.maximum(_cp_lower(emp.fn, n1, g), np.maximum(b - r1, 0.0)),
+    }
+    got = {
+        "alpha_upper": emp.band_alpha_upper,
+        "alpha_lower": emp.band_alpha_lower,
+        "beta_upper": emp.band_beta_upper,
+        "beta_lower": emp.band_beta_lower,
+    }
+    for key, value in expected.items():
+        np.testing.assert_allclose(got[key], value, rtol=1e-9, atol=1e-12, err_msg=key)
+        methods = emp.band_method[key]
+        # Both constructions are pinned: each wins at some thresholds of every side.
+        assert {"dkw", "bonferroni"} <= set(methods.tolist()), key
+        dkw = methods == "dkw"
+        radius = r0 if key.startswith("alpha") else r1
+        point = a if key.startswith("alpha") else b
+        sign = 1.0 if key.endswith("upper") else -1.0
+        np.testing.assert_allclose(
+            got[key][dkw], np.clip(point[dkw] + sign * radius, 0.0, 1.0), rtol=1e-12
+        )
+
+
 def test_band_is_simultaneous():
     # Scores on 6 atoms with known masses; the band must cover the true (alpha_j, beta_j) at
     # every threshold at once in >= 90% of repetitions. 400 repetitions, binomial test with

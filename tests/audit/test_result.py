@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -11,7 +12,13 @@ import dpaudit
 from dpaudit.audit.confidence import clopper_pearson_upper
 from dpaudit.audit.lower_bounds import epsilon_from_errors, mu_from_errors
 from dpaudit.audit.result import AuditResult
-from dpaudit.audit.strategies import CANDIDATES_PER_SIDE
+from dpaudit.audit.strategies import (
+    CANDIDATES_PER_SIDE,
+    HOLDOUT_PESSIMISM,
+    bonferroni_candidates,
+    holdout_choice,
+    predicted_upper,
+)
 from dpaudit.bounds.gdp import gdp
 from dpaudit.mechanisms import Gaussian, Laplace, RandomizedResponse
 
@@ -132,6 +139,113 @@ def test_json_round_trip_keeps_every_number(gaussian_result, tmp_path):
         again.theory_comparison()
     with pytest.raises(ValueError, match="record"):
         AuditResult.from_dict({"format": "other"})
+
+
+def _same_result(again: AuditResult, r: AuditResult) -> None:
+    """Every count array and every bound of ``again`` equals that of ``r``."""
+    for name in ("counts", "selection_counts", "fixed_thresholds", "fixed_counts", "edges"):
+        got, want = getattr(again, name), getattr(r, name)
+        assert got.dtype == want.dtype, name
+        np.testing.assert_array_equal(got, want, err_msg=name)
+    for name in ("counts_d", "sum_d", "sum_sq_d", "counts_d_prime", "sum_d_prime"):
+        np.testing.assert_array_equal(
+            getattr(again.privacy_loss, name), getattr(r.privacy_loss, name)
+        )
+    np.testing.assert_array_equal(again.privacy_loss.sum_sq_d_prime, r.privacy_loss.sum_sq_d_prime)
+    for delta in (0.0, 1e-5):
+        assert dict(again.epsilon_witness(delta)) == dict(r.epsilon_witness(delta))
+    assert dict(again.mu_witness()) == dict(r.mu_witness())
+    assert again.to_dict() == r.to_dict()
+
+
+def test_json_round_trip_keeps_every_count_array_of_a_fixed_audit():
+    """A fixed-strategy result keeps FP and FN apart through JSON. Its bounds are symmetric in
+    the two errors, so with equal sample sizes and FP = FN a load that swaps them went unseen:
+    here FP != FN at every threshold, and a second record has 2x the trials under D_prime."""
+    thresholds = [0.3, -0.2, 1.5]
+    r = dpaudit.audit(
+        Gaussian(1.0),
+        trials=20_000,
+        seed=1,
+        strategy="fixed",
+        threshold=thresholds,
+        privacy_loss=True,
+    )
+    fp, fn = r.fixed_counts
+    assert np.all(fp != fn)
+    record = r.to_dict()
+    assert record["fixed"] == {"thresholds": thresholds, "fp": fp.tolist(), "fn": fn.tolist()}
+    _same_result(AuditResult.from_json(r.to_json()), r)
+    # Unequal sample sizes: D_prime's counts (all of them) doubled.
+    counts = r.counts * np.array([[1], [2]])
+    fixed = r.fixed_counts * np.array([[1], [2]])
+    uneven = replace(r, counts=counts, fixed_counts=fixed)
+    assert uneven.tradeoff.n_d_prime == 2 * uneven.tradeoff.n_d
+    again = AuditResult.from_json(uneven.to_json())
+    _same_result(again, uneven)
+    assert again.mu_lower_bound() == uneven.mu_lower_bound()
+
+
+def _holdout_thresholds(result: AuditResult, objective) -> set[float]:
+    """The holdout's thresholds by the documented rule, from the selection counts alone (at
+    ``gamma/4`` per bound, the largest objective predicted at each pessimism)."""
+    sel, n = result.selection_tradeoff, result.trials
+    g = result.gamma / 2 / len(HOLDOUT_PESSIMISM)
+    chosen = set()
+    for p in HOLDOUT_PESSIMISM:
+        a = predicted_upper(sel.fp, sel.n_d, n, g, p)
+        b = predicted_upper(sel.fn, sel.n_d_prime, n, g, p)
+        chosen.add(holdout_choice(objective(a, b)))
+    assert None not in chosen
+    return {float(result.edges[j]) for j in chosen}
+
+
+@pytest.mark.parametrize("loc", [-3.0, 2.0])
+def test_witness_thresholds_do_not_move_when_only_the_evaluation_counts_change(
+    gaussian_result, loc
+):
+    """Evaluation counts replaced by those of scores shifted far from the audited ones (N(loc,
+    1) against N(loc + 1, 1), on the same grid) leave the selection step where it was: the
+    candidates, the holdout's thresholds and the Bonferroni set are those of the selection
+    counts. Test of the test: the best threshold of the new evaluation counts is in none of
+    these sets, so a choice made on them would move."""
+    r = gaussian_result
+    rng = np.random.default_rng(1)
+    scores = (rng.normal(loc, 1.0, r.trials), rng.normal(loc + 1.0, 1.0, r.trials))
+    counts = np.stack(
+        [
+            np.bincount(np.searchsorted(r.edges, s, side="right"), minlength=r.grid.n_bins)
+            for s in scores
+        ]
+    )
+    moved = replace(r, counts=counts)
+    sel = r.selection_tradeoff
+    np.testing.assert_array_equal(moved.selection_tradeoff.fp, sel.fp)
+    candidates = bonferroni_candidates(sel.fp, sel.fn, sel.n_d, sel.n_d_prime)
+    np.testing.assert_array_equal(moved.candidates, candidates)
+    np.testing.assert_array_equal(r.candidates, candidates)
+
+    def eps(a, b):
+        return epsilon_from_errors(a, b, 1e-5)
+
+    witnesses = {
+        "mu": (mu_from_errors, lambda result: result.mu_witness()),
+        "eps": (eps, lambda result: result.epsilon_witness(1e-5)),
+    }
+    ev = moved.tradeoff
+    for name, (objective, witness) in witnesses.items():
+        allowed = _holdout_thresholds(r, objective)
+        w = witness(moved)
+        assert w["strategy"] == "holdout" and w["candidates"] == len(allowed), name
+        assert w["threshold"] in allowed, name
+        # Bonferroni: the best of the selection's candidates on the evaluation counts.
+        bonf = witness(replace(moved, strategy="bonferroni"))
+        assert bonf["candidates"] == candidates.size
+        assert bonf["threshold"] in set(r.edges[candidates].tolist()), name
+        g = r.gamma / (2 * candidates.size)
+        upper = [clopper_pearson_upper(k, r.trials, g) for k in (ev.fp, ev.fn)]
+        best = float(r.edges[int(np.argmax(objective(*upper)))])
+        assert best not in allowed and best not in set(r.edges[candidates].tolist()), name
 
 
 def test_bonferroni_and_fixed_strategies():

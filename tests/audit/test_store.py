@@ -176,6 +176,26 @@ def test_store_of_another_audit_is_refused(tmp_path, change, field):
         dpaudit.audit(m, store=tmp_path, **args)
 
 
+def test_store_of_a_fixed_audit_with_other_thresholds_is_refused(tmp_path):
+    """The fixed strategy's counts depend on its thresholds, so they are in the fingerprint:
+    a rerun with other thresholds (as many, so that old sums would fit) is refused instead of
+    reusing the stored counts. The same thresholds in another order are the same tests: the
+    stored sums serve and the counts follow the new order, as without a store."""
+    m = Gaussian(1.0)
+    args = {"trials": 20_000, "seed": 4, "strategy": "fixed"}
+    first = dpaudit.audit(m, threshold=[0.5, 1.0], store=tmp_path, **args)
+    again = dpaudit.audit(m, threshold=[1.0, 0.5], store=tmp_path, **args)
+    plain = dpaudit.audit(m, threshold=[1.0, 0.5], **args)
+    assert np.array_equal(again.fixed_counts, plain.fixed_counts)
+    assert np.array_equal(again.fixed_counts, first.fixed_counts[:, ::-1])
+    with pytest.raises(ValueError, match=r"different audit \(differs in: threshold\)"):
+        dpaudit.audit(m, threshold=[0.0, 2.0], store=tmp_path, **args)
+    with pytest.raises(ValueError, match=r"different audit \(differs in: threshold\)"):
+        dpaudit.audit(m, threshold=[0.5, 1.0 + 1e-12], store=tmp_path, **args)
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest["threshold"] == [0.5, 1.0]
+
+
 def test_store_of_another_mechanism_is_refused(tmp_path):
     dpaudit.audit(Gaussian(1.0), trials=20_000, seed=4, store=tmp_path)
     with pytest.raises(ValueError, match="different audit"):

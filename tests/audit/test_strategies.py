@@ -25,11 +25,16 @@ from dpaudit.audit.confidence import clopper_pearson_upper
 from dpaudit.audit.engine import auto_n_jobs
 from dpaudit.audit.lower_bounds import epsilon_from_errors, mu_from_errors
 from dpaudit.audit.strategies import (
+    HOLDOUT_PESSIMISM,
+    HOLDOUT_RESERVE,
     RESERVE_SELECTION,
+    SMALL_CANDIDATES_PER_SIDE,
+    bonferroni_candidates,
     ceiling_errors,
     choose_threshold,
     holdout_choice,
     oracle_errors,
+    predicted_upper,
 )
 from dpaudit.mechanisms import Gaussian, RandomizedResponse
 
@@ -128,6 +133,108 @@ def test_gaussian_mu_coverage_test_has_power(gaussian_reserve):
         w = r.mu_witness()
         exceed += float(mu_from_errors(w["alpha"], w["beta"])) > 1.0
     assert exceed > ALLOWED
+
+
+def _cp_upper(k, n: int, g: float) -> float:
+    """Clopper-Pearson upper bound straight from scipy's beta quantile (1 at k = n)."""
+    return 1.0 if k >= n else float(stats.beta.ppf(1 - g, k + 1, n - k))
+
+
+def _check_witness_level(result, witness, g: float) -> None:
+    """The witness's bounds are Clopper-Pearson bounds of its evaluation counts at ``g``."""
+    assert witness["gamma_per_bound"] == pytest.approx(g, rel=1e-12)
+    ev = result.tradeoff
+    j = int(np.flatnonzero(result.edges == witness["threshold"])[0])
+    assert witness["alpha_upper"] == pytest.approx(_cp_upper(ev.fp[j], ev.n_d, g), rel=1e-9)
+    assert witness["beta_upper"] == pytest.approx(_cp_upper(ev.fn[j], ev.n_d_prime, g), rel=1e-9)
+
+
+def test_reserve_and_holdout_are_read_at_their_shares_of_gamma():
+    """With 250 selection trials the holdout keeps HOLDOUT_RESERVE of gamma for the small
+    Bonferroni set: the holdout's J thresholds at (1 - r) gamma / (2J) per bound, the reserve's
+    K candidates at r gamma / (2K). Seed 3 exercises both (deterministic): the eps bound comes
+    from the reserve, the mu bound from the holdout. Reading either at the full gamma passes
+    the coverage tests but fails here."""
+    gamma = 1 - 0.95
+    r = dpaudit.audit(Gaussian(1.0), trials=1000, selection_trials=250, seed=3)
+    sel = r.selection_tradeoff
+    k = bonferroni_candidates(sel.fp, sel.fn, 250, 250, SMALL_CANDIDATES_PER_SIDE).size
+    eps = r.epsilon_witness(0.0)
+    assert eps["strategy"] == "holdout+reserve" and eps["candidates"] == k
+    _check_witness_level(r, eps, HOLDOUT_RESERVE * gamma / (2 * k))
+    assert eps["epsilon"] == float(epsilon_from_errors(eps["alpha_upper"], eps["beta_upper"], 0))
+    mu = r.mu_witness()
+    assert mu["strategy"] == "holdout"
+    _check_witness_level(r, mu, (1 - HOLDOUT_RESERVE) * gamma / (2 * mu["candidates"]))
+    assert mu["mu"] == float(mu_from_errors(mu["alpha_upper"], mu["beta_upper"]))
+
+
+def _errors(seed: int, n: int, loc: float, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(FP, FN) at ``edges`` of ``n`` scores N(loc, 1) under D and N(loc + 1, 1) under D'."""
+    rng = np.random.default_rng(seed)
+    s0, s1 = np.sort(rng.normal(loc, 1.0, n)), np.sort(rng.normal(loc + 1.0, 1.0, n))
+    return n - np.searchsorted(s0, edges, side="left"), np.searchsorted(s1, edges, side="left")
+
+
+def _holdout_set(objective, selection, sizes, share: float) -> set[int]:
+    """The holdout's thresholds by the module docstring: at each pessimism, the largest
+    objective predicted from the selection counts alone, at ``share / 2`` per bound."""
+    fp, fn, s0, s1 = selection
+    g = share / len(HOLDOUT_PESSIMISM)
+    chosen = {
+        holdout_choice(
+            objective(
+                predicted_upper(fp, s0, sizes[0], g, p), predicted_upper(fn, s1, sizes[1], g, p)
+            )
+        )
+        for p in HOLDOUT_PESSIMISM
+    }
+    assert None not in chosen  # these selections predict a usable threshold
+    return chosen
+
+
+@pytest.mark.parametrize(
+    ("strategy", "n_selection"), [("holdout", 20_000), ("holdout", 250), ("bonferroni", 20_000)]
+)
+@pytest.mark.parametrize("quantity", ["mu", "epsilon"])
+def test_choice_is_made_on_the_selection_counts_only(strategy, n_selection, quantity):
+    """The selection step (which thresholds compete) is a function of the selection counts:
+    with the selection fixed and evaluations whose best thresholds lie far apart (scores
+    shifted by -3, 0, +3), the chosen index always lies in the set the selection defines and
+    the number of candidates never moves. Test of the test: on the shifted evaluations the
+    best threshold of the evaluation counts lies outside that set, so a choice made on them
+    would leave it."""
+    gamma, n = 0.05, 20_000
+    edges = np.linspace(-7.0, 8.0, 3001)
+    if quantity == "mu":
+        objective = mu_from_errors
+    else:
+
+        def objective(a, b):
+            return epsilon_from_errors(a, b, 1e-5)
+
+    selection = (*_errors(0, n_selection, 0.0, edges), n_selection, n_selection)
+    reserve = RESERVE_SELECTION[0] <= n_selection < RESERVE_SELECTION[1]
+    if strategy == "bonferroni":
+        allowed = {"bonferroni": set(bonferroni_candidates(*selection).tolist())}
+    else:
+        share = (1 - HOLDOUT_RESERVE * reserve) * gamma / 2
+        allowed = {"holdout": _holdout_set(objective, selection, (n, n), share)}
+        if reserve:
+            small = bonferroni_candidates(*selection, SMALL_CANDIDATES_PER_SIDE)
+            allowed["holdout+reserve"] = set(small.tolist())
+    union = set().union(*allowed.values())
+    for loc in (-3.0, 0.0, 3.0):
+        evaluation = (*_errors(1, n, loc, edges), n, n)
+        choice = choose_threshold(strategy, objective, selection, evaluation, gamma)
+        assert choice["index"] in allowed[choice["strategy"]], (loc, choice)
+        assert choice["candidates"] == len(allowed[choice["strategy"]])
+        if loc != 0.0:
+            g = gamma / (2 * len(union))
+            ev_best = int(
+                np.argmax(objective(*(clopper_pearson_upper(k, n, g) for k in evaluation[:2])))
+            )
+            assert ev_best not in union
 
 
 def test_holdout_choice_falls_back_when_nothing_is_predicted_positive():

@@ -7,8 +7,10 @@ import pytest
 from scipy import stats
 
 import dpaudit as dpa
+from dpaudit.audit.lower_bounds import epsilon_from_errors, mu_from_errors
 from dpaudit.bounds.gdp import gdp
-from dpaudit.bounds.tradeoff import approx_dp
+from dpaudit.bounds.tradeoff import PiecewiseLinearTradeoff, approx_dp
+from dpaudit.mechanisms import Mechanism, NeighbouringPair
 from dpaudit.mechanisms.flawed import flawed
 
 DELTAS = (0.0, 1e-6, 1e-3)
@@ -53,6 +55,95 @@ def test_family_splits_the_confidence():
     lone = result.epsilon_lower_bound(0.0)
     assert v["epsilon_lower_bounds"]["0.0"] <= lone
     assert result.verdict(None, DELTAS)["verdict"] is None
+
+
+def _cp_upper(k, n: int, g: float) -> float:
+    """Clopper-Pearson upper bound straight from scipy's beta quantile (1 at k = n)."""
+    return 1.0 if k >= n else float(stats.beta.ppf(1 - g, k + 1, n - k))
+
+
+def test_every_test_of_the_family_is_read_at_gamma_over_m():
+    """The family's level, pinned on every member: each witness reports confidence
+    1 - gamma/m and gamma/(2mJ) per bound (holdout, J thresholds; 10^4 selection trials keep no
+    reserve), and its bounds are Clopper-Pearson bounds of the evaluation counts recomputed
+    from scipy at that level. The claim is false, so the claim's own test is reported too.
+    Reading the members at the full confidence passed the earlier tests (they only compare
+    with the lone bound by <=)."""
+    result = _audit(dpa.mechanisms.Laplace(1.0), 0)
+    v = result.verdict(approx_dp(0.3, 0.0), DELTAS)
+    m = len(DELTAS) + 2
+    gamma_each = (1 - 0.95) / m
+    assert v["family"]["tests"] == m
+    assert v["family"]["gamma_per_test"] == pytest.approx(gamma_each, rel=1e-12)
+    assert v["family"]["confidence_per_test"] == pytest.approx(1 - gamma_each, rel=1e-12)
+    assert v["verdict"] == "violated" and v["witness"]["test"] == "claim"
+    ev = result.tradeoff
+    members = [*v["epsilon_witnesses"].values(), v["mu_witness"], v["witness"]]
+    for w in members:
+        assert w["confidence"] == pytest.approx(1 - gamma_each, rel=1e-12)
+        assert w["strategy"] == "holdout" and w["candidates"] in (1, 2)
+        g = gamma_each / (2 * w["candidates"])
+        assert w["gamma_per_bound"] == pytest.approx(g, rel=1e-12)
+        j = int(np.flatnonzero(result.edges == w["threshold"])[0])
+        assert w["alpha_upper"] == pytest.approx(_cp_upper(ev.fp[j], ev.n_d, g), rel=1e-9)
+        assert w["beta_upper"] == pytest.approx(_cp_upper(ev.fn[j], ev.n_d_prime, g), rel=1e-9)
+    for d in DELTAS:
+        w = v["epsilon_witnesses"][repr(d)]
+        assert v["epsilon_lower_bounds"][repr(d)] == float(
+            epsilon_from_errors(w["alpha_upper"], w["beta_upper"], d)
+        )
+    mu = v["mu_witness"]
+    assert v["mu_lower_bound"] == float(mu_from_errors(mu["alpha_upper"], mu["beta_upper"]))
+
+
+class _Coin(Mechanism):
+    """One biased coin: heads with probability 0.1 on D and 0.5 on D_prime. Its trade-off
+    curve T(D, D') has the vertex (0.1, 0.5) and the reverse T(D', D) the vertex (0.5, 0.1)."""
+
+    def sample(self, dataset, size, rng):
+        heads = 0.5 if len(dataset) else 0.1
+        return (rng.random(size) < heads).astype(float)
+
+    def worst_case_pair(self):
+        return NeighbouringPair(np.zeros(0), np.array([1.0]))
+
+
+def _half(x):
+    return 0.5 * (1.0 - np.asarray(x, dtype=float))
+
+
+def test_an_asymmetric_claim_is_refuted_in_the_reverse_order_only():
+    """The claim f(alpha) = (1 - alpha)/2 is not symmetric (its inverse is 1 - 2 beta): the
+    coin satisfies it in the order (D, D') (0.5 >= f(0.1) = 0.45) but not in the order
+    (D', D) (0.1 < f(0.5) = 0.25). Its eps is infinite at every delta < 1/2 and it is no GDP
+    claim, so only the margin in the reverse order can refute it. The verdict must say
+    violated, by the claim's own test, in the order d_prime_d; on the swapped pair (tails
+    pointing to D_prime) the same refutation appears in the order d_d_prime. Deterministic
+    for this seed (refuting margins of about 0.12, the other order's below -0.06)."""
+    claim = PiecewiseLinearTradeoff(np.array([0.0, 1.0]), np.array([0.5, 0.0]), name="half")
+    x = np.array([0.1, 0.5])
+    assert not np.allclose(claim(x), claim.inverse()(x))  # asymmetric
+    assert all(np.isinf(claim.epsilon(d)) for d in DELTAS)
+    coin = _Coin()
+    pair = coin.worst_case_pair()
+    # On the swapped pair tails point to D_prime: the test is "D_prime iff -output >= t".
+    cases = (
+        (pair, dpa.attacks.Threshold(), "d_prime_d"),
+        (pair.swapped(), dpa.attacks.Threshold([-1.0]), "d_d_prime"),
+    )
+    for p, attack, order in cases:
+        result = dpa.audit(coin, p, attack, trials=5000, seed=0)
+        v = result.verdict(claim, DELTAS)
+        assert v["verdict"] == "violated" and "claim" in v["refuted_by"], order
+        w = result.violates(claim, DELTAS)
+        assert w is not None and w["order"] == order and w["test"] == "claim"
+        a, b = w["alpha_upper"], w["beta_upper"]
+        forward, reverse = float(_half(a) - b), float(_half(b) - a)
+        refuting, other = (reverse, forward) if order == "d_prime_d" else (forward, reverse)
+        assert refuting > 0.05 and other < 0.0, order
+        assert w["margin"] == pytest.approx(refuting, rel=1e-12)
+        claimed = _half(b) if order == "d_prime_d" else _half(a)
+        assert w["claimed_beta"] == pytest.approx(float(claimed), rel=1e-12)
 
 
 def test_verdict_false_alarm_rate_on_correct_claims_is_at_most_the_level():
