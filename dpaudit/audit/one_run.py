@@ -181,10 +181,13 @@ def split_guesses(k: int, sides: str = "both") -> tuple[int, int]:
     return (k, 0) if sides == "in" else ((k + 1) // 2, k // 2)
 
 
-def canary_order(scores: object) -> np.ndarray:
-    """Indices of the canaries from the highest score to the lowest (stable; the guesses abstain
-    on tied canaries where the order among them would matter, see :func:`correct_guesses`)."""
-    return np.argsort(-np.asarray(scores, dtype=float), kind="stable")
+def canary_order(scores: object, seed: int = 0) -> np.ndarray:
+    """Indices of the canaries from the highest score to the lowest; canaries with equal scores in
+    the order of an independent uniform key drawn from ``seed``, never by array position (which
+    may carry membership: arrays laid out "included first")."""
+    s = np.asarray(scores, dtype=float)
+    key = np.random.default_rng(np.random.SeedSequence([int(seed), 3])).random(s.size)
+    return np.lexsort((key, -s))
 
 
 def split_canaries(m: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -212,19 +215,15 @@ def check_design(included: np.ndarray, level: float = DESIGN_CHECK_LEVEL) -> flo
     return p_value
 
 
-def correct_guesses(scores: object, included: object, k_in: int, k_out: int) -> tuple[int, int]:
+def correct_guesses(
+    scores: object, included: object, k_in: int, k_out: int, *, seed: int = 0
+) -> tuple[int, int]:
     """``(k, c)``: guesses made and correct when the ``k_in`` top-scoring canaries are guessed
-    "included" and the ``k_out`` lowest-scoring ones "excluded".
-
-    Where the ``k_in``-th and the next canary have the same score, the "in" guesses abstain on
-    that whole tied block (and likewise at the ``k_out``-th lowest), so the guesses depend on the
-    scores only: never on array order, which may carry membership (arrays laid out "included
-    first")."""
+    "included" and the ``k_out`` lowest-scoring ones "excluded", in :func:`canary_order`."""
     s, z = _check_inputs(scores, included)
     k_in = check_integer("k_in", k_in, minimum=0, maximum=s.size)
     k_out = check_integer("k_out", k_out, minimum=0, maximum=s.size - k_in)
-    order = canary_order(s)
-    return _Counter(s[order], z[order]).guesses(k_in, k_out)
+    return _Counter(z[canary_order(s, seed)]).guesses(k_in, k_out)
 
 
 def steinke_p_value(m: int, k: int, c: int, eps: float, delta: float) -> float:
@@ -538,29 +537,16 @@ def _check_family(
 
 
 class _Counter:
-    """Guesses made and correct for any ``(k_+, k_-)``, from scores sorted from the highest
-    (``ranked``) and the inclusions in the same order; tied blocks at a cut are abstained on."""
+    """Guesses made and correct for any ``(k_+, k_-)``, from the inclusions in
+    :func:`canary_order`."""
 
-    def __init__(self, ranked: np.ndarray, ordered: np.ndarray) -> None:
-        self.m = ranked.size
-        self.descending = -ranked  # ascending, for searchsorted
+    def __init__(self, ordered: np.ndarray) -> None:
         self.top = np.concatenate(([0], np.cumsum(ordered)))
         self.bottom = np.concatenate(([0], np.cumsum(1 - ordered[::-1])))
 
-    def cut(self, k_in: int, k_out: int) -> tuple[int, int, int]:
-        """``(k_+, k_-, c)`` after abstaining on tied blocks at the two cuts."""
-        key = self.descending
-        if 0 < k_in < self.m and key[k_in - 1] == key[k_in]:
-            k_in = int(np.searchsorted(key, key[k_in], side="left"))
-        cut = self.m - k_out
-        if 0 < k_out < self.m and key[cut - 1] == key[cut]:
-            k_out = self.m - int(np.searchsorted(key, key[cut - 1], side="right"))
-        return k_in, k_out, int(self.top[k_in] + self.bottom[k_out])
-
     def guesses(self, k_in: int, k_out: int) -> tuple[int, int]:
         """``(k, c)``: guesses made and correct."""
-        a, b, c = self.cut(k_in, k_out)
-        return a + b, c
+        return k_in + k_out, int(self.top[k_in] + self.bottom[k_out])
 
 
 def audit_one_run(
@@ -611,7 +597,8 @@ def audit_one_run(
     sample_rate, steps:
         The Poisson sampling rate and the number of steps of the audited DP-SGD run.
     seed:
-        Seed of the split's random halves (:func:`split_canaries`).
+        Seed of the order among tied scores (:func:`canary_order`) and of the split's random
+        halves (:func:`split_canaries`).
     """
     s, z = _check_inputs(scores, included)
     delta = check_probability("delta", delta)
@@ -659,7 +646,7 @@ def audit_one_run(
 
     if strategy == "split" and guesses is None:
         sel, tested = split_canaries(m, seed)
-        k_in, k_out = _split_choice(s[sel], z[sel], sides, selection_value)
+        k_in, k_out = _split_choice(s[sel], z[sel], sides, seed, selection_value)
         scale = tested.size / sel.size
         k_in = min(round(k_in * scale), tested.size)
         planned = [(k_in, min(round(k_out * scale), tested.size - k_in))]
@@ -669,10 +656,8 @@ def audit_one_run(
         planned = [split_guesses(int(k), sides) for k in grid]
         tested = np.arange(m)
         level = gamma / len(planned) if strategy == "bonferroni" else gamma
-    order = canary_order(s[tested])
-    counter = _Counter(s[tested][order], z[tested][order])
-    cuts = [counter.cut(a, b) for a, b in planned]
-    k_c = [(a + b, c) for a, b, c in cuts]
+    counter = _Counter(z[tested][canary_order(s[tested], seed)])
+    k_c = [counter.guesses(a, b) for a, b in planned]
     best, j = bound(tested.size, k_c, level)
     ceiling, _ = bound(tested.size, [(k, k) for k, _ in k_c], level)
     mu = None
@@ -696,8 +681,8 @@ def audit_one_run(
         sample_rate=sample_rate,
         steps=steps,
         sides=sides,
-        guesses_in=cuts[j][0],
-        guesses_out=cuts[j][1],
+        guesses_in=planned[j][0],
+        guesses_out=planned[j][1],
         m_tested=int(tested.size),
         counts=[[k, c] for k, c in k_c],
         mu=mu,
@@ -709,13 +694,13 @@ def _split_choice(
     s: np.ndarray,
     z: np.ndarray,
     sides: str,
+    seed: int,
     value: Callable[[int, int, int], float],
 ) -> tuple[int, int]:
     """``(k_+, k_-)`` that gives the largest bound on the selection canaries (``s``, ``z``),
     among :data:`SPLIT_GRID_SIZE` totals and the :data:`SPLIT_SHARES` of "in" guesses."""
     m = s.size
-    order = canary_order(s)
-    counter = _Counter(s[order], z[order])
+    counter = _Counter(z[canary_order(s, seed)])
     shares = SPLIT_SHARES if sides == "both" else (1.0,)
     best, choice = -math.inf, split_guesses(min(10, m), sides)
     for k in guess_grid(m, SPLIT_GRID_SIZE):
