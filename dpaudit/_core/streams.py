@@ -35,11 +35,14 @@ STREAMS = {
     "accountant_probe": 18,
 }
 
-#: Entropy tags: the learned attack's extra training outputs (``"learn"``) and the pilot audits
-#: of the pair search (``"pilot"``), as ASCII.
+#: Entropy tags: the learned attack's extra training outputs (``"learn"``), the pilot audits
+#: of the pair search (``"pilot"``), and a one-run audit's random halves (``"split"``) and order
+#: among tied scores (``"ties"``), as ASCII.
 TAGS = {
     "learned_training": 0x6C6561726E,
     "pair_search_pilot": 0x70696C6F74,
+    "one_run_split": 0x73706C6974,
+    "one_run_ties": 0x74696573,
 }
 
 

@@ -80,6 +80,7 @@ from scipy import stats
 from scipy.special import expit, ndtr, ndtri
 
 from dpaudit._core.jsonvalues import to_json_value
+from dpaudit._core.streams import TAGS
 from dpaudit._core.validation import (
     check_choice,
     check_integer,
@@ -186,7 +187,8 @@ def canary_order(scores: object, seed: int = 0) -> np.ndarray:
     the order of an independent uniform key drawn from ``seed``, never by array position (which
     may carry membership: arrays laid out "included first")."""
     s = np.asarray(scores, dtype=float)
-    key = np.random.default_rng(np.random.SeedSequence([int(seed), 3])).random(s.size)
+    tag = TAGS["one_run_ties"]
+    key = np.random.default_rng(np.random.SeedSequence([int(seed), tag])).random(s.size)
     return np.lexsort((key, -s))
 
 
@@ -195,7 +197,8 @@ def split_canaries(m: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     :data:`SPLIT_SELECTION` of the ``m`` canaries (at least one each) to selection, drawn from
     ``seed`` alone (never from scores or inclusions)."""
     m = check_integer("m", m, minimum=2)
-    perm = np.random.default_rng(np.random.SeedSequence([int(seed), 1])).permutation(m)
+    tag = TAGS["one_run_split"]
+    perm = np.random.default_rng(np.random.SeedSequence([int(seed), tag])).permutation(m)
     n_sel = min(max(1, int(round(SPLIT_SELECTION * m))), m - 1)
     return np.sort(perm[:n_sel]), np.sort(perm[n_sel:])
 
@@ -264,7 +267,8 @@ def steinke_epsilon(
     m: int, k: int, c: int, delta: float, gamma: float, iterations: int = 40
 ) -> float:
     """Largest ``eps`` rejected at level ``gamma`` by :func:`steinke_p_value` (0 if none), by
-    bisection to ``4 / 2^iterations`` (or finer, once the bracket has doubled)."""
+    bisection over ``iterations`` halvings of a bracket that starts at ``[0, 4]`` (doubled while
+    its top is rejected)."""
     return _bisect(lambda e: steinke_p_value(m, k, c, e, delta) < gamma, 4.0, iterations)
 
 
@@ -520,6 +524,8 @@ def _check_family(
             stacklevel=3,
         )
         family = "dpsgd"
+    if family != "dpsgd" and (sample_rate is not None or steps is not None):
+        raise ValueError("sample_rate and steps go with family 'dpsgd'")
     if family is None:
         return None, None, None
     family = check_choice("family", family, _FAMILIES)
@@ -612,10 +618,21 @@ def audit_one_run(
     m = s.size
     if guesses is not None:
         guesses = check_integer("guesses", guesses, minimum=1, maximum=m)
+        if strategy == "split":
+            raise ValueError("guesses fixes the number of guesses; strategy 'split' chooses it")
     if strategy == "auto":
         split = guesses is None and method == "steinke" and m >= AUTO_SPLIT_FROM
         strategy = "split" if split else "bonferroni"
     gamma = 1.0 - confidence
+
+    def value(m_t: int, k: int, c: int, level: float, coarse: bool = False) -> float:
+        """The bound of one ``(k, c)``; ``coarse``: to about 1%, for the split's selection half
+        (which ranks DP-SGD's sigma by GDP's mu: ordered alike, and far cheaper to test)."""
+        if method == "steinke":
+            return steinke_epsilon(m_t, k, c, delta, level, iterations=8 if coarse else 40)
+        if family is None:
+            return fdp_epsilon(m_t, k, c, delta, level, refinements=1 if coarse else 4)
+        return fdp_mu(m_t, k, c, level, refinements=1 if coarse else 4)
 
     def bound(m_t: int, k_c: list[tuple[int, int]], level: float) -> tuple[float, int]:
         """The family's bound of the best pair and its index."""
@@ -626,27 +643,15 @@ def audit_one_run(
             curve = _dpsgd_curve(sigma, sample_rate, steps).tradeoff("lower")
             j = next((j for j, kc in enumerate(k_c) if fdp_rejects(m_t, *kc, curve, level)), 0)
             return sigma, j
-        if method == "steinke":
-            values = [steinke_epsilon(m_t, k, c, delta, level) for k, c in k_c]
-        elif family == "gdp":
-            values = [fdp_mu(m_t, k, c, level) for k, c in k_c]
-        else:
-            values = [fdp_epsilon(m_t, k, c, delta, level) for k, c in k_c]
+        values = [value(m_t, k, c, level) for k, c in k_c]
         j = int(np.argmax(values))
         return values[j], j
 
-    def selection_value(m_t: int, k: int, c: int) -> float:
-        """What the split's selection half maximises, at the audit's level and to about 1%
-        (DP-SGD's sigma is ordered like GDP's mu, whose test is far cheaper)."""
-        if method == "steinke":
-            return steinke_epsilon(m_t, k, c, delta, gamma, iterations=8)
-        if family is None:
-            return fdp_epsilon(m_t, k, c, delta, gamma, refinements=1)
-        return fdp_mu(m_t, k, c, gamma, refinements=1)
-
-    if strategy == "split" and guesses is None:
+    if strategy == "split":
         sel, tested = split_canaries(m, seed)
-        k_in, k_out = _split_choice(s[sel], z[sel], sides, seed, selection_value)
+        k_in, k_out = _split_choice(
+            s[sel], z[sel], sides, seed, lambda m_t, k, c: value(m_t, k, c, gamma, coarse=True)
+        )
         scale = tested.size / sel.size
         k_in = min(round(k_in * scale), tested.size)
         planned = [(k_in, min(round(k_out * scale), tested.size - k_in))]

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from dpaudit._core.streams import TAGS
 from dpaudit.audit.one_run import (
     DESIGN_CHECK_LEVEL,
     GUESS_GRID_SIZE,
@@ -73,7 +74,8 @@ def test_correct_guesses_brute_force():
         s, z = rng.integers(0, 4, m).astype(float), rng.integers(0, 2, m)
         k_in = int(rng.integers(0, m + 1))
         k_out = int(rng.integers(0, m - k_in + 1))
-        key = np.random.default_rng(np.random.SeedSequence([trial, 3])).random(m)
+        tag = TAGS["one_run_ties"]
+        key = np.random.default_rng(np.random.SeedSequence([trial, tag])).random(m)
         order = sorted(range(m), key=lambda i: (-s[i], key[i]))
         top, bottom = order[:k_in], order[m - k_out :]
         expected = sum(z[i] == 1 for i in top) + sum(z[i] == 0 for i in bottom)
@@ -87,17 +89,20 @@ def test_correct_guesses_brute_force():
 @pytest.mark.parametrize("strategy", ["bonferroni", "split", "sweep"])
 @pytest.mark.parametrize("sides", ["both", "in"])
 def test_scores_without_information_certify_nothing(method, strategy, sides):
-    """Constant scores carry no information (true eps = 0): with the arrays laid out
+    """Constant scores carry no information (true eps = 0), and the arrays are laid out
     "included first" (as ``np.concatenate([scores_in, scores_out])`` or a CSV sorted by its
-    membership column are), every bound of seed 0 is 0. A tie order taken from array position
-    certified eps >= 10.6 (fdp) and 5.1 (steinke) here."""
+    membership column are) or "excluded first". A tie order taken from array position certified
+    eps >= 10.6 (fdp) and 5.1 (steinke) here; with the order drawn from the seed, the correct
+    guesses are Binomial(k, 1/2) whatever the layout, and seed 0 certifies at most 0.1 (split and
+    sweep reach 0.08 there, the size of a 5%-level fluctuation; how often a bound is positive is
+    tested over seeds by the next test)."""
     s = np.zeros(10_000)
     z = np.r_[np.ones(5_000), np.zeros(5_000)]
     for order in (z, z[::-1]):
         r = audit_one_run(s, order, method=method, strategy=strategy, sides=sides)
-        assert r.epsilon_lower_bound() == 0.0
+        assert r.epsilon_lower_bound() <= 0.1
         if method == "fdp":
-            assert r.mu_lower_bound() == 0.0
+            assert r.mu_lower_bound() <= 0.1
 
 
 def test_tied_scores_are_ordered_by_the_seed_not_by_position():
@@ -336,6 +341,12 @@ def test_uncorrected_sweep_is_labelled():
         ({"guesses": 11}, "guesses"),
         ({"sides": "out"}, "sides"),
         ({"delta": -1.0}, "delta"),
+        ({"guesses": 4, "strategy": "split"}, "guesses"),
+        ({"sample_rate": 0.1, "steps": 3}, "sample_rate"),
+        ({"family": "gdp", "steps": 3}, "steps"),
+        ({"family": "gdp", "method": "steinke"}, "family"),
+        ({"family": "x"}, "family"),
+        ({"seed": -1}, "seed"),
     ],
 )
 def test_bad_input(kwargs, word):
