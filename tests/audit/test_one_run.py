@@ -137,6 +137,11 @@ def test_inclusion_design_is_checked(share):
         audit_one_run(rng.standard_normal(m), z)
     fair = (rng.random(m) < 0.5).astype(int)
     assert check_design(fair) >= DESIGN_CHECK_LEVEL
+    # The p-value against the binomial sum written out: twice the smaller tail of Bin(m, 1/2).
+    n_in = int(fair.sum())
+    pmf = stats.binom.pmf(np.arange(m + 1), m, 0.5)
+    tail = min(pmf[: n_in + 1].sum(), pmf[n_in:].sum())
+    assert check_design(fair) == pytest.approx(min(1.0, 2 * tail), rel=1e-9)
     assert audit_one_run(rng.standard_normal(m), fair, sides="in").bound >= 0.0
 
 
@@ -163,7 +168,9 @@ def test_family_free_epsilon_holds_for_a_laplace_mechanism(eps):
         over_free += free.epsilon_lower_bound() > eps
         over_gdp += gdp.epsilon_lower_bound() > eps
         assert free.mu_lower_bound() == gdp.mu_lower_bound()
-    assert over_free == 0
+    # Each seed exceeds with probability <= 5%: more than 3 of 10 has probability below 0.11%
+    # (the false-failure probability); these seeds give 0.
+    assert over_free <= 3
     assert over_gdp >= 5
 
 
@@ -457,3 +464,14 @@ def test_coverage_on_mechanisms_of_every_shape(method, mechanism):
             truth = 1.0
         over += audit_one_run(s, z, method=method).epsilon_lower_bound() > truth
     assert over <= 18
+
+
+@pytest.mark.parametrize("mechanism", ["laplace", "randomized_response"])
+def test_coverage_assertion_fails_for_the_point_estimate(mechanism):
+    """The twin of the coverage test above, on its own seeds and canaries: Steinke et al.'s point
+    estimate log(c / (k - c)) at the best total of the grid, in place of the bound, exceeds the
+    true eps = 1 on far more than the 18 of 200 seeds that test allows (measured: 185 of 200
+    for Laplace, 184 for randomized response)."""
+    run = _laplace_run if mechanism == "laplace" else _randomized_response_run
+    over = sum(_point_estimate(*run(2000, 1.0, 20_000 + seed)) > 1.0 for seed in range(200))
+    assert over > 18
