@@ -10,6 +10,7 @@ from scipy import stats
 
 from dpaudit._core.streams import TAGS
 from dpaudit.audit.one_run import (
+    AUTO_SPLIT_FROM,
     DESIGN_CHECK_LEVEL,
     GUESS_GRID_SIZE,
     OneRunResult,
@@ -248,6 +249,23 @@ def test_levels_are_pinned():
     )
 
 
+def test_auto_strategy_reads_method_family_and_m_only():
+    """``"auto"``: split for Steinke and for the GDP family from AUTO_SPLIT_FROM canaries on,
+    Bonferroni for the family-free f-DP test, below that size, and with a fixed ``guesses``."""
+    small, large = AUTO_SPLIT_FROM - 1, AUTO_SPLIT_FROM
+    cases = [
+        ({"method": "steinke"}, large, "split"),
+        ({"family": "gdp"}, large, "split"),
+        ({}, large, "bonferroni"),
+        ({"method": "steinke"}, small, "bonferroni"),
+        ({"family": "gdp"}, small, "bonferroni"),
+        ({"method": "steinke", "guesses": 100}, large, "bonferroni"),
+    ]
+    for kwargs, m, expected in cases:
+        s, z = simulate_one_run(m, 1.0, seed=0)
+        assert audit_one_run(s, z, **kwargs).strategy == expected, (kwargs, m)
+
+
 def test_split_choice_does_not_see_the_evaluation_half():
     """The split's guesses are chosen on the selection half alone: changing only the evaluation
     canaries' scores and inclusions leaves the chosen counts where they were."""
@@ -366,7 +384,7 @@ def test_subsampled_gaussian_family_at_rate_one_is_the_gaussian():
     """DP-SGD with sampling rate 1 and one step is the Gaussian mechanism with sigma = 1/mu:
     the family's bound (smallest rejected sigma, to 1%) matches the GDP family's 1/mu."""
     s, z = simulate_one_run(5000, 1.0, seed=0)
-    gdp_result = audit_one_run(s, z, family="gdp")
+    gdp_result = audit_one_run(s, z, family="gdp", strategy="bonferroni")
     dpsgd = audit_one_run(s, z, family="dpsgd", sample_rate=1.0, steps=1)
     assert "DP-SGD" in dpsgd.label
     assert dpsgd.bound == pytest.approx(1.0 / gdp_result.bound, rel=0.03)
