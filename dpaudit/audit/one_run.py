@@ -63,8 +63,9 @@ below :data:`DESIGN_CHECK_LEVEL`) is refused, since both theorems assume it.
 :data:`AUTO_SPLIT_FROM` canaries on, and ``"bonferroni"`` otherwise; it depends on the method, the
 family and ``m`` only. Measured by ``bench/bench_one_run.py --quick --seeds 8`` (idealised setting,
 ``mu`` = 0.5, 1, 2): at 10^4 canaries the split raised the mean Steinke bound and the GDP-family
-bound in all three cells, at 10^3 it lowered them in 2 of 3; the family-free f-DP bound was higher
-with Bonferroni in 5 of the 6 cells. DP-SGD's family is not measured there and keeps Bonferroni.
+bound in all three cells; at 10^3 it lowered the Steinke bound in 2 of 3 cells and the GDP bound
+in 1 of 3; the family-free f-DP bound was higher with Bonferroni in 5 of the 6 cells. DP-SGD's
+family is not measured there and keeps Bonferroni.
 """
 
 from __future__ import annotations
