@@ -17,7 +17,7 @@ import numpy as np
 from dpaudit.audit.scores import audit_scores
 from dpaudit.bounds.gdp import gdp_epsilon
 
-STRATEGIES = ("auto", "median", "holdout", "bonferroni")
+STRATEGIES = ("auto", "holdout", "median", "bonferroni")
 
 
 def main() -> None:

@@ -113,6 +113,13 @@ def add_parser(sub: Any, func: Any) -> None:
     p.add_argument("--delta", type=float, default=1e-5, help="delta of eps (default 1e-5)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random splits")
     p.add_argument("--claim-mu", type=float, help="claimed Gaussian DP mu; exit 3 if refuted")
+    p.add_argument(
+        "--threshold",
+        type=float,
+        action="append",
+        help="a threshold fixed before seeing the scores (repeatable; 0.5 for 0/1 scores): "
+        "every score then evaluates",
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="no summary on stdout")
     p.set_defaults(func=func)
 
@@ -127,6 +134,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.claim_mu is not None and not (np.isfinite(args.claim_mu) and args.claim_mu > 0):
         raise ValueError(f"--claim-mu must be a positive number, got {args.claim_mu}")
+    if args.one_run and args.threshold:
+        raise ValueError("--threshold applies to scores of many models, not to --one-run")
     reports.writer.check_output_directory(args.output)
     scores, member = load_table(args)
     if args.one_run:
@@ -161,7 +170,11 @@ def run(args: argparse.Namespace) -> int:
                 print(f"REFUTED: the claim mu = {args.claim_mu:g} (mu >= {result.mu:.4g})")
         return EXIT_VIOLATION if refuted else EXIT_OK
     result = audit_scores(
-        scores[member == 0], scores[member == 1], confidence=args.confidence, seed=args.seed
+        scores[member == 0],
+        scores[member == 1],
+        confidence=args.confidence,
+        seed=args.seed,
+        thresholds=args.threshold,
     )
     claim = None if args.claim_mu is None else gdp(args.claim_mu)
     record = reports.build_record(

@@ -86,3 +86,24 @@ def test_one_run_claim_mu_is_refuted_and_announced(tmp_path, capsys):
     assert main([*argv, "--claim-mu", "0.1"]) == 3
     assert "REFUTED" in capsys.readouterr().out
     assert main([*argv, "--claim-mu", "0.1", "--method", "steinke"]) == 1
+
+
+def test_declared_threshold_on_the_command_line(tmp_path, capsys):
+    """--threshold fixes the test in advance: the line reads the same eps as audit_scores with
+    thresholds; with --one-run it is refused in one line before anything is written."""
+    from dpaudit.audit.scores import audit_scores
+
+    rng = np.random.default_rng(2)
+    member = np.r_[np.zeros(400), np.ones(400)].astype(int)
+    p = np.e / (1 + np.e)
+    score = np.where(member == 1, rng.random(800) < p, rng.random(800) > p).astype(float)
+    pd.DataFrame({"score": score, "member": member}).to_csv(tmp_path / "b.csv", index=False)
+    argv = ["scores", str(tmp_path / "b.csv"), "--threshold", "0.5", "-o", str(tmp_path / "r")]
+    assert main(argv) == 0
+    expected = audit_scores(score[member == 0], score[member == 1], thresholds=[0.5])
+    assert f"eps >= {expected.epsilon_lower_bound(1e-5):.4g}" in capsys.readouterr().out
+    argv = ["scores", str(tmp_path / "b.csv"), "--one-run", "--threshold", "0.5"]
+    assert main([*argv, "-o", str(tmp_path / "o")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "--threshold" in err
+    assert not (tmp_path / "o").exists()

@@ -12,6 +12,9 @@ Three kinds:
   compositions). A uniform grid whose bins are centred on the lattice points, widened by the
   lattice's span, so every score value, seen in the pilot or not, is counted exactly on its own.
 - ``discrete``: few distinct scores off any lattice. Edges halfway between neighbouring values.
+- ``values``: the edges are the selection sample's own distinct values
+  (:meth:`ScoreGrid.from_values`), so every threshold the selection can name is tested; used by
+  audits of given scores, whose samples are small enough to keep one bin per value.
 
 Bins are half-open: bin ``0`` is ``(-inf, e_0)``, bin ``k`` is ``[e_{k-1}, e_k)``, the last bin is
 ``[e_{E-1}, inf)``. The test at edge ``e_j`` answers "D_prime" iff ``score >= e_j``.
@@ -29,7 +32,7 @@ from dpaudit._core.validation import check_choice, check_integer
 
 __all__ = ["ScoreGrid", "GRID_KINDS", "MARGIN", "MAX_ATOMS"]
 
-GRID_KINDS = ("uniform", "lattice", "discrete")
+GRID_KINDS = ("uniform", "lattice", "discrete", "values")
 
 #: Fraction of the pilot's score range added on each side of a uniform grid.
 MARGIN = 0.5
@@ -115,6 +118,16 @@ class ScoreGrid:
         last = math.ceil((hi + margin) / width)
         return cls.uniform(first * width, width, last - first)
 
+    @classmethod
+    def from_values(cls, scores: np.ndarray) -> ScoreGrid:
+        """One edge at each distinct finite value of ``scores`` (at least one edge: ``0`` when
+        none is finite); the test at edge ``e`` is "D_prime iff score >= e"."""
+        s = np.asarray(scores, dtype=float).ravel()
+        if np.isnan(s).any():
+            raise ValueError("scores must not contain NaN")
+        values = np.unique(s[np.isfinite(s)])
+        return cls("values", values if values.size else np.array([0.0]))
+
     @property
     def n_bins(self) -> int:
         """Number of bins, ``len(edges) + 1`` (two of them unbounded)."""
@@ -123,7 +136,7 @@ class ScoreGrid:
     @property
     def arithmetic(self) -> bool:
         """True when scores are binned by arithmetic (uniform and lattice grids)."""
-        return self.kind != "discrete"
+        return self.kind in ("uniform", "lattice")
 
     def locate(self, scores: np.ndarray, weight: str | None = None) -> tuple[np.ndarray, Any]:
         """Bin index of every score and, optionally, its privacy-loss weight in that bin.
@@ -184,6 +197,6 @@ class ScoreGrid:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ScoreGrid:
         """Inverse of :meth:`to_dict`."""
-        if data["kind"] == "discrete":
-            return cls("discrete", np.asarray(data["edges"], dtype=float))
+        if data["kind"] in ("discrete", "values"):
+            return cls(data["kind"], np.asarray(data["edges"], dtype=float))
         return cls.uniform(data["lo"], data["width"], data["bins"], kind=data["kind"])

@@ -28,7 +28,6 @@ from dpaudit._core.jsonvalues import json_leaf
 from dpaudit._core.provenance import audit_metadata
 from dpaudit._core.validation import check_probability
 from dpaudit.audit import frames
-from dpaudit.audit.confidence import clopper_pearson_upper
 from dpaudit.audit.empirical import EmpiricalTradeoff
 from dpaudit.audit.grid import ScoreGrid
 from dpaudit.audit.lower_bounds import epsilon_from_errors, mu_from_errors, violation_margin
@@ -185,6 +184,15 @@ class AuditResult:
         return bonferroni_candidates(sel.fp, sel.fn, sel.n_d, sel.n_d_prime)
 
     # ------------------------------------------------------------------ threshold choice
+    def _named(self) -> np.ndarray | None:
+        """Indices of the edges the selection sample names, on a grid of both samples' values
+        (``None``, every edge, on any other grid): edge ``e_k`` is a selection score exactly
+        when the bin ``[e_k, e_k+1)`` holds selection trials, since such a bin holds only
+        scores equal to ``e_k``."""
+        if self.grid.kind != "values":
+            return None
+        return np.flatnonzero(self.selection_counts[:, 1:].sum(axis=0) > 0)
+
     def _witness(self, objective: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Witness:
         """Choose a threshold by the strategy and read the evaluation counts there.
 
@@ -203,19 +211,20 @@ class AuditResult:
             evaluation = (ev.fp, ev.fn, n0, n1)
             sel = self.selection_tradeoff
             selection = (sel.fp, sel.fn, sel.n_d, sel.n_d_prime)
-        choice = choose_threshold(self.strategy, objective, selection, evaluation, self.gamma)
-        j, g = choice["index"], choice["gamma_per_bound"]
-        fp_i, fn_i = evaluation[0][j], evaluation[1][j]
+        choice = choose_threshold(
+            self.strategy, objective, selection, evaluation, self.gamma, self._named()
+        )
+        j = choice["index"]
         return Witness(
             threshold=float(thresholds[j]),
             rule=f"D_prime iff score {rule} threshold",
-            alpha=float(fp_i) / n0,
-            beta=float(fn_i) / n1,
-            alpha_upper=float(clopper_pearson_upper(fp_i, n0, g)),
-            beta_upper=float(clopper_pearson_upper(fn_i, n1, g)),
+            alpha=choice["fp"] / choice["n_d"],
+            beta=choice["fn"] / choice["n_d_prime"],
+            alpha_upper=choice["alpha_upper"],
+            beta_upper=choice["beta_upper"],
             strategy=choice["strategy"],
             candidates=int(choice["candidates"]),
-            gamma_per_bound=float(g),
+            gamma_per_bound=float(choice["gamma_per_bound"]),
             confidence=self.confidence,
         )
 

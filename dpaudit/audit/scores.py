@@ -1,23 +1,29 @@
 """Audits of scores computed elsewhere: two arrays of attack scores become an ``AuditResult``.
 
 A practitioner who trained a few hundred or thousand models has, for a membership-inference
-attack, scores of outputs on ``D`` (canary *out*) and on ``D_prime`` (*in*), larger = "in". They
-take the engine's path from the grid on: each side is split at random (seeded) into a selection
-part and an evaluation part; the score grid (:class:`~dpaudit.audit.grid.ScoreGrid`) is chosen from
-the selection scores alone (they play the pilot's role), the selection counts choose the
-thresholds (:mod:`dpaudit.audit.strategies`) and the evaluation counts give the bounds, exactly as
-for a Monte Carlo audit: the result is an :class:`~dpaudit.audit.result.AuditResult` whose bounds
-equal the engine's on the same scores.
+attack, scores of outputs on ``D`` (canary *out*) and on ``D_prime`` (*in*), larger = "in". Every
+score of both samples becomes a threshold of the grid (:meth:`ScoreGrid.from_values`, one bin per
+value: such samples are small), and each side is split at random (seeded) into a selection part
+and an evaluation part.
 
-Small samples are the rule here. With a selection sample of a few dozen scores the holdout
-strategy's predicted bound is 0 at every threshold, and Bonferroni's ~128 candidates cost more
-than the evaluation counts can pay. ``strategy="median"`` reads one threshold, the median of the
-pooled selection scores (chosen without the evaluation scores, so ``gamma/2`` per error rate is
-valid), as the engine's ``"fixed"`` strategy. The default ``"auto"`` depends only on the sample
-sizes: ``"median"`` below :data:`AUTO_MEDIAN_BELOW` evaluation scores per side, else the engine's
-default ``"holdout"``. Gaussian scores (``mu = 1``), median over 200 seeds of the ``mu`` bound
-(``bench/bench_scores.py``): 100 per side: median threshold 0.249, holdout 0.229, Bonferroni 0;
-1,000 per side: 0.779, 0.751, 0.666 (and ``eps`` at ``1e-5``: 0.652, 1.062, 0.940).
+The default strategy, ``"holdout+band"`` (:mod:`dpaudit.audit.strategies`), spends the
+confidence on two tests and reports the better: the holdout, whose selection part chooses one or
+two thresholds among the selection's own scores for the evaluation part to test
+(``(1 - BAND_SHARE) gamma``), and a band over *all* scores of both parts that holds at every
+threshold at once (``BAND_SHARE gamma``), so that its best threshold needs no correction. The
+band uses every score, which is what small samples need; the holdout pays only for one or two
+thresholds, which is what large ones can afford. The rule depends on nothing but its constants,
+never on the scores. A grid of both samples' values has edges at evaluation scores; the
+strategies that choose a threshold choose among the selection's scores only (the band, being
+simultaneous, may read any).
+
+``thresholds=`` declares thresholds fixed before the scores were seen (a label-only attack's
+0/1 scores: ``[0.5]``): then every score evaluates and the best of the ``K`` is read at
+``gamma/(2K)`` per error. The other strategies (``"holdout"``, ``"bonferroni"``, ``"median"``:
+the median of the pooled selection scores as one threshold) remain available.
+
+Mean ``eps`` bound at ``delta = 1e-5`` and 95% against jax-privacy's ``CanaryScoreAuditor`` on the
+same scores: ``bench/bench_peers.py`` (its table is in ``bench/RESULTS.md``).
 :meth:`~dpaudit.audit.result.AuditResult.epsilon_ceiling` and ``mu_ceiling`` of the result state
 what a perfect attack could certify with the same sample sizes, so an audit limited by its ``n``
 shows as such.
@@ -26,22 +32,19 @@ shows as such.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
 import numpy as np
 
 from dpaudit._core.provenance import versions
 from dpaudit._core.validation import check_choice, check_probability
-from dpaudit.audit.engine import default_bins
 from dpaudit.audit.grid import ScoreGrid
 from dpaudit.audit.result import AuditResult
 from dpaudit.mechanisms.base import NeighbouringPair
 
-__all__ = ["audit_scores", "split_scores", "counts_on_grid", "AUTO_MEDIAN_BELOW"]
+__all__ = ["audit_scores", "split_scores", "counts_on_grid"]
 
-#: ``strategy="auto"`` uses the median threshold below this many evaluation scores per side.
-AUTO_MEDIAN_BELOW = 500
-
-_STRATEGIES = ("auto", "bonferroni", "holdout", "median")
+_STRATEGIES = ("auto", "bonferroni", "holdout", "holdout+band", "median")
 
 
 def _check_scores(name: str, scores: object) -> np.ndarray:
@@ -71,15 +74,14 @@ def counts_on_grid(grid: ScoreGrid, s_d: np.ndarray, s_d_prime: np.ndarray) -> n
     ).astype(np.int64)
 
 
-def _median_counts(
-    median: float | None, s_d: np.ndarray, s_d_prime: np.ndarray
-) -> tuple[np.ndarray, np.ndarray] | None:
-    """The fixed-threshold record for the test "D_prime iff score > median": ``#{s > t}`` on D,
-    ``#{s <= t}`` on D_prime."""
-    if median is None:
-        return None
-    fp, fn = int((s_d > median).sum()), int((s_d_prime <= median).sum())
-    return np.array([float(median)]), np.array([[fp], [fn]], dtype=np.int64)
+def _fixed_counts(
+    thresholds: np.ndarray, s_d: np.ndarray, s_d_prime: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The fixed-threshold record for the tests "D_prime iff score > t": ``#{s > t}`` on D,
+    ``#{s <= t}`` on D_prime, one column per threshold."""
+    fp = s_d.size - np.searchsorted(np.sort(s_d), thresholds, side="right")
+    fn = np.searchsorted(np.sort(s_d_prime), thresholds, side="right")
+    return thresholds.astype(float), np.stack([fp, fn]).astype(np.int64)
 
 
 def _result(
@@ -126,6 +128,7 @@ def audit_scores(
     seed: int = 0,
     strategy: str = "auto",
     selection_fraction: float = 0.5,
+    thresholds: Sequence[float] | None = None,
     name: str = "scores",
 ) -> AuditResult:
     """Audit two arrays of attack scores: ``scores_d`` on ``D`` (out), ``scores_d_prime`` on
@@ -141,10 +144,16 @@ def audit_scores(
     seed:
         Seed of the random selection/evaluation split.
     strategy:
-        ``"auto"`` (default: by sample size only), ``"median"``, ``"bonferroni"`` or
-        ``"holdout"`` (:mod:`dpaudit.audit.strategies`); see the module docstring.
+        ``"auto"`` (the default, ``"holdout+band"``), ``"holdout+band"``, ``"holdout"``,
+        ``"bonferroni"`` or ``"median"`` (:mod:`dpaudit.audit.strategies`); see the module
+        docstring.
     selection_fraction:
-        Share of each side used to fix the grid and choose thresholds; the rest evaluates.
+        Share of each side used to choose thresholds; the rest evaluates.
+    thresholds:
+        Thresholds fixed before the scores were seen (the test "in iff score > t"), for scores
+        with few known values: ``[0.5]`` for a label-only attack's 0/1 scores. Every score then
+        evaluates (no split) and the best of the ``K`` thresholds is read at ``gamma/(2K)`` per
+        error (strategy ``"fixed"``); ``strategy`` must be left at ``"auto"``.
     name:
         Name of the audit in reports.
 
@@ -153,7 +162,8 @@ def audit_scores(
     AuditResult
         With ``epsilon_lower_bound(delta)``, ``mu_lower_bound()``, ``violates(claim)``,
         ``tradeoff``, ceilings, JSON and reports as for :func:`dpaudit.audit`;
-        ``metadata["threshold_choice"]`` names the strategy used.
+        ``metadata["threshold_choice"]`` names the strategy used (``"declared"`` with
+        ``thresholds``).
     """
     started = time.perf_counter()
     s0 = _check_scores("scores_d", scores_d)
@@ -163,13 +173,23 @@ def audit_scores(
     selection_fraction = check_probability(
         "selection_fraction", selection_fraction, low_open=True, high_open=True
     )
+    declared = None
+    if thresholds is not None:
+        if strategy != "auto":
+            raise ValueError(f"strategy must be 'auto' when thresholds are given, got {strategy!r}")
+        declared = np.unique(np.asarray(thresholds, dtype=float).ravel())
+        if declared.size == 0 or not np.isfinite(declared).all():
+            raise ValueError("thresholds must be a non-empty list of finite numbers")
     rng = np.random.default_rng(np.random.SeedSequence(int(seed)))
     sel0, ev0 = split_scores(s0, selection_fraction, rng)
     sel1, ev1 = split_scores(s1, selection_fraction, rng)
     n_eval, n_sel = min(ev0.size, ev1.size), min(sel0.size, sel1.size)
-    if strategy == "auto":
-        strategy = "median" if n_eval < AUTO_MEDIAN_BELOW else "holdout"
-    grid = ScoreGrid.from_scores(np.concatenate([sel0, sel1]), bins=default_bins(n_eval))
+    if declared is not None:
+        sel0, ev0, sel1, ev1, n_sel, n_eval = s0, s0, s1, s1, 0, min(s0.size, s1.size)
+        strategy = "declared"
+    elif strategy == "auto":
+        strategy = "holdout+band"
+    grid = ScoreGrid.from_values(np.concatenate([s0, s1]))
     pair = NeighbouringPair(np.zeros(0), np.zeros(1), "add_remove", "scores given by the user")
     metadata = {
         "_pair": pair,
@@ -184,8 +204,12 @@ def audit_scores(
         "versions": versions(libraries=("numpy",)),
         "random": {"split": f"default_rng(SeedSequence({int(seed)})).permutation per side"},
     }
-    median = np.median(np.concatenate([sel0, sel1])) if strategy == "median" else None
-    used = "fixed" if strategy == "median" else strategy
+    fixed = None
+    if strategy == "median":
+        fixed = _fixed_counts(np.array([np.median(np.concatenate([sel0, sel1]))]), ev0, ev1)
+    elif declared is not None:
+        fixed = _fixed_counts(declared, s0, s1)
+    used = "fixed" if fixed is not None else strategy
     result = _result(
         name,
         grid,
@@ -198,7 +222,7 @@ def audit_scores(
         used,
         started,
         metadata,
-        _median_counts(median, ev0, ev1),
+        fixed,
     )
     result.metadata["threshold_choice"] = strategy
     return result

@@ -14,6 +14,11 @@ level (docs/theory.md#empirical). Every audit names one of three strategies:
   the best candidate is taken on the evaluation counts with ``gamma/(2K)`` per bound.
 - ``"fixed"``: thresholds given in advance by the user (``threshold=``); with ``K`` of them,
   ``gamma/(2K)`` per bound. The test is "D_prime iff score > t".
+- ``"holdout+band"``: the holdout at ``(1 - BAND_SHARE) gamma``, and a band over the selection
+  and evaluation trials pooled at ``BAND_SHARE gamma`` (:func:`band_upper`: simultaneous over all
+  thresholds, so its best threshold needs no correction); the better of the two is read. The
+  default of audits of given scores (:mod:`dpaudit.audit.scores`), whose small samples the
+  holdout's split halves.
 
 The holdout choice maximises the bound the evaluation would give if its error rates were
 *pessimistic* selection estimates (the selection's Clopper-Pearson upper bounds at level
@@ -70,10 +75,16 @@ Proofs, each conditional on the selection sample (independent of the evaluation 
 - bonferroni: ``K`` thresholds are fixed; ``2K`` Clopper-Pearson bounds at ``gamma/(2K)`` each hold
   together with probability at least ``1 - gamma``, so the best of them is valid.
 - fixed: as bonferroni, with the user's ``K`` thresholds fixed before any trial.
+- holdout+band: the holdout's bounds fail with probability at most ``(1 - BAND_SHARE) gamma``
+  (as above, at that level) and the band's with at most ``BAND_SHARE gamma`` (its proof is in
+  :func:`band_upper`; selection and evaluation trials are independent draws of the same laws,
+  so their pool is one sample); all hold together with probability at least ``1 - gamma``
+  (union bound), whichever of the two is read.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -98,11 +109,16 @@ __all__ = [
     "RESERVE_SELECTION",
     "SMALL_CANDIDATES_PER_SIDE",
     "bonferroni_candidates",
+    "BAND_SHARE",
+    "BAND_EXACT_COUNTS",
+    "BAND_RATIO",
+    "band_counts",
+    "band_upper",
     "ceiling_errors",
     "oracle_errors",
 ]
 
-STRATEGIES = ("holdout", "bonferroni", "fixed")
+STRATEGIES = ("holdout", "bonferroni", "fixed", "holdout+band")
 
 #: Default selection sample: ``max(trials // SELECTION_DIVISOR, MIN_SELECTION_TRIALS)`` per dataset.
 SELECTION_DIVISOR = 4
@@ -129,6 +145,56 @@ RESERVE_SELECTION = (200, 10_000)
 
 #: Rates per side of the reserve's candidate set (few: each costs confidence).
 SMALL_CANDIDATES_PER_SIDE = 4
+
+
+#: Share of ``gamma`` that ``"holdout+band"`` spends on the full-sample band (the holdout gets the
+#: rest); measured by ``bench/bench_peers.py``.
+BAND_SHARE = 0.25
+
+#: Counts up to this one are each an index of the band; above it the indices grow geometrically.
+BAND_EXACT_COUNTS = 8
+
+#: Ratio of consecutive band indices above :data:`BAND_EXACT_COUNTS`.
+BAND_RATIO = 1.1
+
+
+def band_counts(n: int) -> np.ndarray:
+    """The count indices of the band for ``n`` trials: ``0..8``, then ``ceil(8 * 1.1^i)`` up to
+    ``n``, and the mirror images ``n - c`` of all of them (both tails of both errors matter).
+
+    A function of ``n`` only, fixed before any count is seen.
+    """
+    n = check_integer("n", n, minimum=1)
+    counts = set(range(min(BAND_EXACT_COUNTS, n) + 1))
+    x = float(BAND_EXACT_COUNTS)
+    while x < n:
+        x *= BAND_RATIO
+        counts.add(min(math.ceil(x), n))
+    return np.array(sorted(counts | {n - c for c in counts}), dtype=np.int64)
+
+
+def band_upper(k: np.ndarray, n: int, gamma: float) -> np.ndarray:
+    """Upper confidence bounds on the rate behind each count of ``k``, simultaneous over every
+    threshold with probability at least ``1 - gamma``.
+
+    ``k`` holds the counts of one error (false positives of ``D``, or false negatives of
+    ``D_prime``) at any set of thresholds, chosen in any way, on one sample of ``n`` trials. Each
+    count is rounded up to the next index ``c`` of :func:`band_counts` and bounded by the
+    Clopper-Pearson upper bound of ``c`` at ``gamma / K`` (``K`` indices).
+
+    Validity: let ``W_(1) <= ... <= W_(n)`` be the order statistics of the trials' tail
+    probabilities (randomised at atoms), uniform on ``[0, 1]``; ``W_(c+1)`` has the law
+    ``Beta(c + 1, n - c)``, whose upper ``gamma/K`` quantile is the Clopper-Pearson bound of ``c``
+    (Clopper and Pearson 1934). A threshold whose count is ``k`` has a true rate of at most
+    ``W_(k+1) <= W_(c+1)`` for ``c >= k``. The ``K`` events ``W_(c+1) <= bound(c)`` are fixed in
+    advance (``K`` depends on ``n`` only) and hold together with probability at least
+    ``1 - gamma`` (union bound), and then every threshold's bound holds: the band is
+    simultaneous over all thresholds, so the best of them may be read without further
+    correction.
+    """
+    grid = band_counts(n)
+    c = grid[np.searchsorted(grid, np.asarray(k), side="left")]
+    return clopper_pearson_upper(c, n, gamma / grid.size)
 
 
 def default_selection_trials(trials: int) -> int:
@@ -251,32 +317,73 @@ def choose_threshold(
     selection: tuple[np.ndarray, np.ndarray, int, int] | None,
     evaluation: tuple[np.ndarray, np.ndarray, int, int],
     gamma: float,
+    named: np.ndarray | None = None,
 ) -> dict[str, Any]:
-    """The threshold an audit reads its bound at, chosen by ``strategy``.
+    """The threshold an audit reads its bound at, chosen by ``strategy``, and its bounds.
 
     Parameters
     ----------
     strategy:
-        ``"holdout"``, ``"bonferroni"`` or ``"fixed"``.
+        ``"holdout"``, ``"bonferroni"``, ``"fixed"`` or ``"holdout+band"``.
     objective:
         ``objective(alpha_upper, beta_upper) -> array``, larger is better (e.g. the ``eps`` bound).
     selection, evaluation:
         ``(fp, fn, n_d, n_d_prime)``: false positives and false negatives at every candidate
         threshold and the trials per dataset, of the selection and of the evaluation sample. For
         ``"fixed"`` the evaluation counts are those at the user's thresholds and ``selection`` is
-        not used (it may be ``None``).
+        not used (it may be ``None``). ``"holdout+band"`` needs both samples on the same
+        thresholds.
     gamma:
         ``1 - confidence``.
+    named:
+        Indices of the thresholds that the selection sample names (all of them when ``None``).
+        A grid whose edges include evaluation scores (:meth:`ScoreGrid.from_values` of both
+        samples) names a threshold that depends on evaluation data at every evaluation value; the
+        strategies that choose one threshold from counts choose among ``named`` only, so that
+        their choice stays a function of the selection sample. The band of ``"holdout+band"``
+        is simultaneous over all thresholds and reads every one.
 
     Returns
     -------
-    ``{"index", "gamma_per_bound", "candidates", "strategy"}``: the index of the threshold, the
-    error probability of each of its two Clopper-Pearson bounds, the number of tests the confidence
-    was split over, and the procedure used (``"holdout"``, ``"holdout+reserve"`` when the
-    reserve's candidates won, ``"holdout+median"`` when the holdout chose at the selection
-    medians, ``"bonferroni"``, or ``"fixed"``: the best of the user's ``K`` thresholds at
-    ``gamma/(2K)`` per bound). Valid by the arguments of the module docstring.
+    ``{"index", "gamma_per_bound", "candidates", "strategy", "fp", "fn", "n_d", "n_d_prime",
+    "alpha_upper", "beta_upper"}``: the index of the threshold, the error probability of each of
+    its two bounds, the number of tests the confidence was split over, the procedure used
+    (``"holdout"``, ``"holdout+reserve"`` when the reserve's candidates won, ``"holdout+median"``
+    when the holdout chose at the selection medians, ``"bonferroni"``, ``"fixed"``: the best of
+    the user's ``K`` thresholds at ``gamma/(2K)`` per bound, or ``"band"`` when the full-sample
+    band of ``"holdout+band"`` won), the counts the bounds were read from with their sample
+    sizes, and the two upper bounds. Valid by the arguments of the module docstring.
     """
+    if strategy == "holdout+band":
+        return _holdout_band_choice(objective, selection, evaluation, gamma, named)
+    if named is not None and strategy != "fixed":
+        evaluation = (evaluation[0][named], evaluation[1][named], *evaluation[2:])
+        if selection is not None:
+            selection = (selection[0][named], selection[1][named], *selection[2:])
+    choice = _single_choice(strategy, objective, selection, evaluation, gamma)
+    j, g = choice["index"], choice["gamma_per_bound"]
+    fp, fn, n0, n1 = evaluation
+    if named is not None and strategy != "fixed":
+        choice["index"] = int(named[j])
+    return {
+        **choice,
+        "fp": int(fp[j]),
+        "fn": int(fn[j]),
+        "n_d": int(n0),
+        "n_d_prime": int(n1),
+        "alpha_upper": float(clopper_pearson_upper(fp[j], n0, g)),
+        "beta_upper": float(clopper_pearson_upper(fn[j], n1, g)),
+    }
+
+
+def _single_choice(
+    strategy: str,
+    objective: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    selection: tuple[np.ndarray, np.ndarray, int, int] | None,
+    evaluation: tuple[np.ndarray, np.ndarray, int, int],
+    gamma: float,
+) -> dict[str, Any]:
+    """The choice of the strategies that read one sample's counts at one error level."""
     if strategy == "fixed":
         ev_fp, ev_fn, n0, n1 = evaluation
         k = ev_fp.size
@@ -290,8 +397,56 @@ def choose_threshold(
         if choice is not None:
             return choice
     elif strategy != "bonferroni":
-        raise ValueError(f"strategy must be 'holdout', 'bonferroni' or 'fixed', got {strategy!r}")
+        raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
     return _bonferroni_choice(objective, selection, evaluation, gamma)
+
+
+def _holdout_band_choice(
+    objective: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    selection: tuple[np.ndarray, np.ndarray, int, int] | None,
+    evaluation: tuple[np.ndarray, np.ndarray, int, int],
+    gamma: float,
+    named: np.ndarray | None,
+) -> dict[str, Any]:
+    """The better of the holdout at ``(1 - BAND_SHARE) gamma`` and the band of both samples
+    pooled at ``BAND_SHARE gamma`` (``BAND_SHARE gamma / 2`` per error).
+
+    Valid by a union bound: the holdout's bounds fail with probability at most
+    ``(1 - BAND_SHARE) gamma`` and the band's (simultaneous over all thresholds, so its best
+    threshold needs no correction) with at most ``BAND_SHARE gamma``; whichever is reported, all
+    hold together with probability at least ``1 - gamma``. The pooled sample is the selection
+    and the evaluation trials together, independent draws of the same two laws.
+    """
+    if selection is None:
+        raise ValueError("strategy 'holdout+band' needs the selection counts")
+    holdout = choose_threshold(
+        "holdout", objective, selection, evaluation, (1 - BAND_SHARE) * gamma
+    )
+    fp = np.asarray(selection[0]) + np.asarray(evaluation[0])
+    fn = np.asarray(selection[1]) + np.asarray(evaluation[1])
+    n0, n1 = selection[2] + evaluation[2], selection[3] + evaluation[3]
+    half = BAND_SHARE * gamma / 2
+    a, b = band_upper(fp, n0, half), band_upper(fn, n1, half)
+    values = objective(a, b)
+    j = int(np.argmax(values))
+    if (
+        not values[j]
+        > objective(np.array([holdout["alpha_upper"]]), np.array([holdout["beta_upper"]]))[0]
+    ):
+        return holdout
+    k0, k1 = band_counts(n0).size, band_counts(n1).size
+    return {
+        "index": j,
+        "gamma_per_bound": half / max(k0, k1),
+        "candidates": int(k0 + k1),
+        "strategy": "band",
+        "fp": int(fp[j]),
+        "fn": int(fn[j]),
+        "n_d": int(n0),
+        "n_d_prime": int(n1),
+        "alpha_upper": float(a[j]),
+        "beta_upper": float(b[j]),
+    }
 
 
 def _bonferroni_choice(

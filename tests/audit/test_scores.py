@@ -2,56 +2,37 @@
 
 import numpy as np
 import pytest
-from scipy.stats import norm
+from scipy.stats import beta, norm
 
 import dpaudit as dpa
-from dpaudit.attacks import Threshold
+from dpaudit.audit.lower_bounds import epsilon_from_errors
 from dpaudit.audit.scores import audit_scores, split_scores
-from dpaudit.mechanisms.base import NeighbouringPair
+from dpaudit.bounds.gdp import gdp_epsilon
 
 
-class _Replay:
-    """A mechanism that returns given scores in order: probe, pilot, selection, evaluation."""
-
-    name = "replay"
-
-    def __init__(self, d_stream, d_prime_stream):
-        self.queues = {0: list(d_stream), 1: list(d_prime_stream)}
-
-    def sample(self, dataset, size, rng):
-        side = int(np.asarray(dataset).size)
-        if size == 2:
-            return np.zeros(2)
-        out, self.queues[side] = self.queues[side][:size], self.queues[side][size:]
-        return np.asarray(out, dtype=float)
-
-
-@pytest.mark.parametrize("strategy", ["bonferroni", "holdout"])
-def test_bounds_equal_engine_on_same_scores(strategy):
+@pytest.mark.parametrize("strategy", ["bonferroni", "holdout", "holdout+band"])
+def test_counts_are_the_split_scores_on_a_grid_of_their_values(strategy):
+    """Every score of both samples is an edge; the selection and evaluation counts are the two
+    halves of the seeded split counted there, and a result rebuilt from its JSON reads the same
+    bounds."""
     rng = np.random.default_rng(5)
     s0, s1 = rng.standard_normal(3000), rng.standard_normal(3000) + 1.0
     result = audit_scores(s0, s1, strategy=strategy, seed=3)
-    # The same split, replayed through the engine: pilot = selection scores, then selection,
-    # then evaluation.
     split = np.random.default_rng(np.random.SeedSequence(3))
     sel0, ev0 = split_scores(s0, 0.5, split)
     sel1, ev1 = split_scores(s1, 0.5, split)
-    mech = _Replay(np.r_[sel0, sel0, ev0], np.r_[sel1, sel1, ev1])
-    pair = NeighbouringPair(np.zeros(0), np.zeros(1))
-    engine = dpa.audit(
-        mech,
-        pair,
-        Threshold(),
-        trials=ev0.size,
-        selection_trials=sel0.size,
-        strategy=strategy,
-        chunk_size=2**15,
-    )
-    assert np.array_equal(engine.counts, result.counts)
+    np.testing.assert_array_equal(result.grid.edges, np.unique(np.r_[s0, s1]))
+    edges = result.grid.edges
+    for counts, (a, b) in ((result.counts, (ev0, ev1)), (result.selection_counts, (sel0, sel1))):
+        for side, scores in enumerate((a, b)):
+            expected = np.bincount(
+                np.searchsorted(edges, scores, side="right"), minlength=edges.size + 1
+            )
+            np.testing.assert_array_equal(counts[side], expected)
+    again = dpa.AuditResult.from_json(result.to_json())
     for delta in (0.0, 1e-5, 1e-2):
-        assert engine.epsilon_lower_bound(delta) == result.epsilon_lower_bound(delta)
-    assert engine.mu_lower_bound() == result.mu_lower_bound()
-    assert result.mu_lower_bound() > 0
+        assert again.epsilon_lower_bound(delta) == result.epsilon_lower_bound(delta)
+    assert again.mu_lower_bound() == result.mu_lower_bound() > 0
 
 
 def test_certifies_mu_06_at_1000_per_side():
@@ -86,12 +67,12 @@ def test_coverage_never_exceeds_truth_and_point_estimate_does():
 
 
 def test_small_samples_do_not_collapse():
-    """n = 100 per side, mu = 1: the default (median threshold) is positive in most of 20 seeds."""
+    """n = 100 per side, mu = 1: the default's mu bound is positive in most of 20 seeds."""
     positive = 0
     for seed in range(20):
         rng = np.random.default_rng(seed)
         r = audit_scores(rng.standard_normal(100), rng.standard_normal(100) + 1.0)
-        assert r.metadata["threshold_choice"] == "median"
+        assert r.metadata["threshold_choice"] == "holdout+band"
         assert r.mu_lower_bound() <= 1.5
         positive += r.mu_lower_bound() > 0
     assert positive >= 12
@@ -130,3 +111,79 @@ def test_median_threshold_is_chosen_on_the_selection_scores_only():
     b = audit_scores(t0, t1, strategy="median", seed=7)
     assert b.fixed_thresholds.tolist() == [expected]
     assert not np.array_equal(a.fixed_counts, b.fixed_counts)
+
+
+def test_declared_thresholds_use_every_score_at_gamma_over_2k():
+    """With thresholds fixed in advance nothing is split: the counts are those of all scores,
+    the best of K thresholds is read at gamma/(2K) per error, and the bound reads the
+    Clopper-Pearson bounds of those counts (reading it at gamma/2 fails here)."""
+    rng = np.random.default_rng(0)
+    p = np.e / (1 + np.e)
+    s0, s1 = (rng.random(300) > p).astype(float), (rng.random(300) < p).astype(float)
+    thresholds = [0.5, -1.0]
+    r = audit_scores(s0, s1, thresholds=thresholds)
+    assert r.strategy == "fixed" and r.metadata["threshold_choice"] == "declared"
+    assert r.trials == 300 and r.selection_trials == 0
+    np.testing.assert_array_equal(r.fixed_thresholds, [-1.0, 0.5])
+    fp, fn = int((s0 > 0.5).sum()), int((s1 <= 0.5).sum())
+    np.testing.assert_array_equal(r.fixed_counts[:, 1], [fp, fn])
+    w = r.epsilon_witness(1e-5)
+    g = 0.05 / 4
+    assert w["threshold"] == 0.5 and w["gamma_per_bound"] == pytest.approx(g, rel=1e-12)
+    a, b = (beta.ppf(1 - g, k + 1, 300 - k) for k in (fp, fn))
+    assert w["alpha_upper"] == pytest.approx(a, rel=1e-9)
+    assert w["beta_upper"] == pytest.approx(b, rel=1e-9)
+    again = dpa.AuditResult.from_json(r.to_json())
+    assert again.epsilon_lower_bound(1e-5) == r.epsilon_lower_bound(1e-5) > 0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "word"),
+    [
+        ({"thresholds": [], "strategy": "auto"}, "thresholds"),
+        ({"thresholds": [np.inf]}, "thresholds"),
+        ({"thresholds": [0.5], "strategy": "holdout"}, "strategy"),
+    ],
+)
+def test_declared_thresholds_bad_input(kwargs, word):
+    with pytest.raises(ValueError, match=word):
+        audit_scores(np.arange(10.0), np.arange(10.0), **kwargs)
+
+
+def _true_eps(law: str) -> float:
+    """eps(1e-5) of the score laws below: the Gaussian's exact curve; Laplace and randomized
+    response are pure 1-DP, so their eps(delta) is at most 1."""
+    return float(gdp_epsilon(1e-5, 1.0)) if law == "gaussian" else 1.0
+
+
+def _draw(law: str, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    if law == "gaussian":
+        return rng.standard_normal(n), rng.standard_normal(n) + 1.0
+    if law == "laplace":
+        return rng.laplace(0.0, 1.0, n), rng.laplace(1.0, 1.0, n)
+    p = np.e / (1 + np.e)
+    return (rng.random(n) > p).astype(float), (rng.random(n) < p).astype(float)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("law", ["gaussian", "laplace", "randomized_response"])
+@pytest.mark.parametrize("n", [100, 1000])
+def test_default_eps_coverage_and_its_point_estimate_twin(law, n):
+    """200 seeds a cell; the default's eps(1e-5) bound exceeds the truth in at most 5% of the
+    seeds with 95% confidence: the Clopper-Pearson upper bound (at 99%) of the exceedance rate
+    must not be far above 5%; we assert at most 15 of 200 exceedances
+    (P[Binomial(200, 0.05) > 15] = 0.04 is the false-failure probability at a true rate of 5%,
+    far less at the conservative rates these bounds have). Twin: the same witness read at its
+    point estimates (alpha, beta) instead of its upper bounds exceeds the truth far more often
+    for the two laws whose bound is tight enough (Laplace and randomized response at n = 1000,
+    where the best threshold's ratio is the truth itself)."""
+    truth = _true_eps(law)
+    bounds, points = [], []
+    for seed in range(200):
+        s0, s1 = _draw(law, n, np.random.default_rng(10_000 + seed))
+        w = audit_scores(s0, s1, seed=seed).epsilon_witness(1e-5)
+        bounds.append(w["epsilon"])
+        points.append(float(epsilon_from_errors(w["alpha"], w["beta"], 1e-5)))
+    assert sum(b > truth + 1e-9 for b in bounds) <= 15
+    if law != "gaussian" and n == 1000:
+        assert sum(p > truth + 1e-9 for p in points) > 15

@@ -260,11 +260,18 @@ def test_fixed_choice_is_the_best_user_threshold_at_gamma_over_2k():
         mu_from_errors(clopper_pearson_upper(a, n0, g), clopper_pearson_upper(b, n1, g))
         for a, b in zip(fp, fn, strict=True)
     ]
+    j = int(np.argmax(values))
     assert choice == {
-        "index": int(np.argmax(values)),
+        "index": j,
         "gamma_per_bound": g,
         "candidates": 4,
         "strategy": "fixed",
+        "fp": int(fp[j]),
+        "fn": int(fn[j]),
+        "n_d": n0,
+        "n_d_prime": n1,
+        "alpha_upper": float(clopper_pearson_upper(fp[j], n0, g)),
+        "beta_upper": float(clopper_pearson_upper(fn[j], n1, g)),
     }
 
 

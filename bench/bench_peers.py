@@ -1,0 +1,190 @@
+"""dpaudit beside jax-privacy's ``CanaryScoreAuditor`` on the same scores, in one run.
+
+Scores in: for each score law (``N(0,1)`` vs ``N(1,1)``; Laplace ``(0,1)`` vs ``(1,1)``;
+randomized response at ``eps = 1`` as 0/1 scores; a two-sided geometric with ``eps = 1`` clipped
+to 9 atoms) and each size ``n`` per side, ``--seeds`` draws are audited by ``audit_scores`` (its
+default strategy) and by jax-privacy's ``epsilon_clopper_pearson`` with both orders and each
+of its threshold strategies: ``Split`` (half chooses the threshold), ``MultiSplit`` (median of
+50 splits at ``gamma/2``), ``Bonferroni`` as shipped (``gamma`` divided by the number of
+thresholds on the empirical ROC's frontier, a number the scores choose) and ``Bonferroni`` over
+every distinct threshold (``gamma`` divided by that fixed-in-advance count). Printed per cell: the
+mean certified ``eps`` at ``delta = 1e-5`` and 95%, and dpaudit's ratio to the best jax-privacy
+strategy whose validity does not rest on a correction the scores choose. For the two discrete
+laws, ``dpaudit declared`` is ``audit_scores(..., thresholds=...)`` with the thresholds between
+the law's possible values, which a user knows before seeing any score.
+
+One run: scores ``N(mu * included, 1)`` for ``m`` canaries included by fair coins; dpaudit's
+``audit_one_run`` defaults (family-free f-DP; ``family="gdp"``; Steinke) beside jax-privacy's
+``epsilon_one_run`` (Steinke) and ``epsilon_one_run_fdp`` (its f-DP test over Gaussian DP, which
+assumes the mechanism is Gaussian) with ``Split`` and shipped ``Bonferroni``.
+
+jax-privacy is optional: ``pip install jax-privacy`` (it brings JAX), or point
+``--jax-privacy-module`` at its ``auditing.py`` (that file needs only numpy, scipy and
+dp_accounting)::
+
+    python bench/bench_peers.py --quick
+    python bench/bench_peers.py --seeds 20 --jax-privacy-module PATH/auditing.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+from types import ModuleType
+
+import numpy as np
+from joblib import Parallel, delayed
+
+from dpaudit.audit.one_run import audit_one_run, simulate_one_run
+from dpaudit.audit.scores import audit_scores
+
+GAMMA, DELTA = 0.05, 1e-5
+LAWS = ("gaussian", "laplace", "randomized_response", "geometric")
+#: Thresholds a user knows before seeing scores of a discrete law: between its possible values.
+DECLARED = {"randomized_response": [0.5], "geometric": list(np.arange(-3.5, 4.0))}
+VALID = ("split", "multisplit", "bonferroni_all")
+
+
+def _load(path: str | None) -> ModuleType:
+    if path is None:
+        try:
+            from jax_privacy import auditing
+        except ImportError:
+            sys.exit(
+                "jax-privacy is not installed: pip install jax-privacy, or --jax-privacy-module"
+            )
+        return auditing
+    spec = importlib.util.spec_from_file_location("jax_privacy_auditing", path)
+    if spec is None or spec.loader is None:
+        sys.exit(f"--jax-privacy-module: cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _draw(law: str, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    if law == "gaussian":
+        return rng.standard_normal(n), rng.standard_normal(n) + 1.0
+    if law == "laplace":
+        return rng.laplace(0.0, 1.0, n), rng.laplace(1.0, 1.0, n)
+    if law == "randomized_response":
+        p = np.e / (1.0 + np.e)
+        return (rng.random(n) > p).astype(float), (rng.random(n) < p).astype(float)
+    q = 1.0 - np.exp(-1.0)
+
+    def geometric(shift: int) -> np.ndarray:
+        g = rng.geometric(q, n) - rng.geometric(q, n) + shift
+        return np.clip(g, -4, 4).astype(float)
+
+    return geometric(0), geometric(1)
+
+
+def _scores_cell(jp: ModuleType, law: str, n: int, seed: int) -> dict[str, float]:
+    s0, s1 = _draw(law, n, np.random.default_rng(seed))
+    auditor = jp.CanaryScoreAuditor(s1, s0)
+    declared = DECLARED.get(law)
+    eps = {
+        "dpaudit": audit_scores(s0, s1, seed=seed).epsilon_lower_bound(DELTA),
+        "dpaudit declared": np.nan
+        if declared is None
+        else audit_scores(s0, s1, thresholds=declared).epsilon_lower_bound(DELTA),
+        "split": auditor.epsilon_clopper_pearson(
+            GAMMA, DELTA, one_sided=False, threshold_strategy=jp.Split(seed=seed)
+        ),
+        "multisplit": auditor.epsilon_clopper_pearson(
+            GAMMA,
+            DELTA,
+            one_sided=False,
+            threshold_strategy=jp.MultiSplit(num_samples=50, seed=seed),
+        ),
+        "bonferroni_shipped": auditor.epsilon_clopper_pearson(GAMMA, DELTA, one_sided=False),
+    }
+    every = np.union1d(s0, s1).size + 1
+    eps["bonferroni_all"] = auditor._epsilon_clopper_pearson_all_thresholds(
+        GAMMA / every, DELTA, False, None
+    )[0]
+    return {k: float(v) for k, v in eps.items()}
+
+
+def _one_run_cell(jp: ModuleType, m: int, mu: float, seed: int) -> dict[str, float]:
+    s, included = simulate_one_run(m, mu, seed=seed)
+    z = included.astype(bool)
+    auditor = jp.CanaryScoreAuditor(s[z], s[~z])
+    out = {
+        "dpaudit fdp": audit_one_run(s, z).epsilon_lower_bound(),
+        "dpaudit fdp/gdp": audit_one_run(s, z, family="gdp").epsilon_lower_bound(),
+        "dpaudit steinke": audit_one_run(s, z, method="steinke").epsilon_lower_bound(),
+    }
+    for name, method in (("steinke", "epsilon_one_run"), ("fdp/gdp", "epsilon_one_run_fdp")):
+        run = getattr(auditor, method)
+        out[f"jax {name} split"] = run(GAMMA, DELTA, threshold_strategy=jp.Split(seed=seed))
+        out[f"jax {name} bonferroni_shipped"] = run(GAMMA, DELTA)
+    return {k: float(v) for k, v in out.items()}
+
+
+def _header(names: list[str], ratio: dict[str, tuple[str, tuple[str, ...]]]) -> None:
+    print("| cell | " + " | ".join(names + list(ratio)) + " |")
+    print("|---|" + "---|" * (len(names) + len(ratio)), flush=True)
+
+
+def _row(cell: str, results: list[dict[str, float]], ratio: dict) -> None:
+    """One table row: the mean of each column and, per ratio, ``mine / max(peers)``."""
+    mean = {k: float(np.mean([r[k] for r in results])) for k in results[0]}
+    ratios = []
+    for mine, peers in ratio.values():
+        best = max(mean[p] for p in peers)
+        ratios.append(f"{mean[mine] / best:.3f}" if best > 0 else "-")
+    print(
+        f"| {cell} | " + " | ".join([f"{v:.3f}" for v in mean.values()] + ratios) + " |", flush=True
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="n, m up to 1e4 and 5 seeds")
+    parser.add_argument("--seeds", type=int, help="seeds per cell (default 20, --quick 5)")
+    parser.add_argument("--jax-privacy-module", help="path of jax-privacy's auditing.py")
+    parser.add_argument("--n-jobs", type=int, default=-1, help="workers (joblib convention)")
+    args = parser.parse_args()
+    jp = _load(args.jax_privacy_module)
+    sizes = (100, 1_000, 10_000) if args.quick else (100, 1_000, 10_000, 100_000)
+    seeds = range(args.seeds or (5 if args.quick else 20))
+    pool = Parallel(n_jobs=args.n_jobs)
+    print(f"Scores in: mean eps({DELTA:g}) at {1 - GAMMA:.0%}, {len(seeds)} seeds per cell\n")
+    ratio = {
+        "dpaudit / best valid": ("dpaudit", VALID),
+        "dpaudit / shipped": ("dpaudit", ("bonferroni_shipped",)),
+        "declared / best valid": ("dpaudit declared", VALID),
+    }
+    columns = ["dpaudit", "dpaudit declared", "split", "multisplit", "bonferroni_shipped"]
+    _header([*columns, "bonferroni_all"], ratio)
+    for law in LAWS:
+        for n in sizes:
+            results = pool(delayed(_scores_cell)(jp, law, n, seed) for seed in seeds)
+            _row(f"{law} n={n}", results, ratio)
+    print(f"\nOne run: mean eps({DELTA:g}) at {1 - GAMMA:.0%}, {len(seeds)} seeds per cell\n")
+    ratio = {
+        "fdp / jax steinke": (
+            "dpaudit fdp",
+            ("jax steinke split", "jax steinke bonferroni_shipped"),
+        ),
+        "fdp/gdp / jax fdp/gdp": (
+            "dpaudit fdp/gdp",
+            ("jax fdp/gdp split", "jax fdp/gdp bonferroni_shipped"),
+        ),
+    }
+    columns = ["dpaudit fdp", "dpaudit fdp/gdp", "dpaudit steinke"]
+    columns += [
+        f"jax {a} {b}" for a in ("steinke", "fdp/gdp") for b in ("split", "bonferroni_shipped")
+    ]
+    _header(columns, ratio)
+    for m in sizes[1:]:
+        for mu in (0.5, 1.0, 2.0):
+            results = pool(delayed(_one_run_cell)(jp, m, mu, seed) for seed in seeds)
+            _row(f"m={m} mu={mu}", results, ratio)
+
+
+if __name__ == "__main__":
+    main()
