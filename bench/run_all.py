@@ -45,6 +45,7 @@ ARGUMENTS: dict[str, tuple[list[str], list[str]]] = {
     "strategies": ([], ["--quick"]),
     "one_run": (["--seeds", "8"], ["--quick"]),
     "scores": (["--seeds", "200"], ["--seeds", "20"]),
+    "peers": (["--seeds", "20"], ["--quick"]),
 }
 
 #: Headline figures read off a script's output: (script, label, pattern, template); every line
