@@ -92,7 +92,7 @@ class PrivacyCheck:
         """The largest certified ``eps`` at ``delta`` over all looks and pairs; each one holds at
         its look's level, so all hold together with probability at least ``1 - false_alarm``."""
         key = repr(float(delta))
-        values = [look.epsilon_lower_bounds[key] for look in self.looks]
+        values = [look.epsilon_lower_bounds.get(key) for look in self.looks]
         if not values or any(v is None for v in values):
             raise ValueError(f"delta must be one of the deltas tested, got {delta!r}")
         return max(values)
@@ -130,7 +130,12 @@ class PrivacyViolation(AssertionError):
 
 def _pairs(mechanism: Any, pairs: Sequence[Any] | None) -> list[NeighbouringPair]:
     if pairs is None:
-        return [mechanism.worst_case_pair()]
+        try:
+            return [mechanism.worst_case_pair()]
+        except ValueError:
+            raise ValueError(
+                f"pairs must be given: {mechanism.name} has no worst-case pair of its own"
+            ) from None
     if isinstance(pairs, NeighbouringPair) or not isinstance(pairs, Sequence) or not pairs:
         raise ValueError("pairs must be a non-empty list of NeighbouringPair or (d, d_prime)")
     out = []

@@ -166,8 +166,11 @@ def test_bad_mechanism_and_claim_are_refused():
         assert_private(42, approx_dp(1.0, 0.0), pairs=[(0, 1)])
     with pytest.raises(ValueError, match="claim"):
         assert_private(laplace_release(1.0), "1-DP", pairs=[(0, 1)])
-    with pytest.raises(ValueError, match="neighbouring pair"):
+    with pytest.raises(ValueError, match="pairs must be given"):
         assert_private(laplace_release(1.0), approx_dp(1.0, 0.0))
+    check = assert_private(dpa.mechanisms.Laplace(1.0), approx_dp(1.0, 0.0), max_seconds=1e-9)
+    with pytest.raises(ValueError, match="delta"):
+        check.epsilon_lower_bound(0.5)
 
 
 def test_pairs_may_be_given_as_neighbouring_pairs():
