@@ -46,6 +46,7 @@ ARGUMENTS: dict[str, tuple[list[str], list[str]]] = {
     "one_run": (["--seeds", "8"], ["--quick"]),
     "scores": (["--seeds", "200"], ["--seeds", "20"]),
     "peers": (["--seeds", "20"], ["--quick"]),
+    "testing": (["--seeds", "10"], ["--seeds", "3"]),
 }
 
 #: Headline figures read off a script's output: (script, label, pattern, template); every line
@@ -86,6 +87,12 @@ HEADLINES: list[tuple[str, str, str, str]] = [
         "Gaussian eps = 1, 1e6 trials: default / holdout / h. 1e-3 / Bonferroni",
         r"^gaussian\s+1e\+06\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)",
         "{0} / {1} / {2} / {3}",
+    ),
+    (
+        "testing",
+        "assert_private at false_alarm 1e-6, slowest check",
+        r"^slowest check, (.*): ([\d.]+) s$",
+        "{0} {1} s",
     ),
 ]
 

@@ -62,6 +62,7 @@ from dpaudit.audit.engine import audit
 from dpaudit.audit.limits import check_trials
 from dpaudit.audit.strategies import STRATEGIES
 from dpaudit.bounds.gdp import gdp
+from dpaudit.bounds.rdp import ApproxZCDP, RDPCurve
 from dpaudit.bounds.tradeoff import TradeoffCurve, approx_dp
 from dpaudit.mechanisms.base import METHOD_KINDS, Mechanism, NeighbouringPair
 
@@ -739,6 +740,12 @@ register_attack(
     "learned score plus tests on exact output events (the default for black boxes)",
 )
 
+
+def _zcdp_claim(mechanism: Mechanism, rho: float, xi: float, delta: float) -> TradeoffCurve:
+    delta = check_probability("delta", delta, high_open=True)
+    return ApproxZCDP(rho, xi, delta).tradeoff()
+
+
 register_claim(
     "approx_dp",
     lambda mechanism, eps, delta: approx_dp(eps, delta),
@@ -750,6 +757,31 @@ register_claim(
     lambda mechanism, mu: gdp(mu),
     {"mu": Param("number")},
     "mu-Gaussian differential privacy",
+)
+register_claim(
+    "pure_dp",
+    lambda mechanism, eps: approx_dp(eps, 0.0),
+    {"eps": Param("number")},
+    "pure eps-DP",
+)
+register_claim(
+    "zcdp",
+    _zcdp_claim,
+    {
+        "rho": Param("number"),
+        "xi": Param("number", False, 0.0, "offset of approximate (xi, rho)-zCDP"),
+        "delta": Param("number", False, 0.0, "delta of delta-approximate zCDP, in [0, 1)"),
+    },
+    "rho-zCDP, or delta-approximate (xi, rho)-zCDP (Bun & Steinke 2016)",
+)
+register_claim(
+    "rdp",
+    lambda mechanism, orders, eps: RDPCurve(orders, eps, name="claimed RDP").tradeoff(),
+    {
+        "orders": Param("non-empty array of numbers", help="the orders lambda > 1"),
+        "eps": Param("non-empty array of numbers", help="eps(lambda) at each order"),
+    },
+    "Renyi DP: eps(lambda) at the given orders",
 )
 register_claim(
     "accountant",

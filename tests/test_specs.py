@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -78,6 +79,31 @@ def test_gdp_claim_is_the_gaussian_tradeoff() -> None:
     a = ALPHA[1:-1]
     expected = stats.norm.cdf(stats.norm.ppf(1 - a) - 0.7)
     np.testing.assert_allclose(spec.claim(a), expected, rtol=1e-9, atol=1e-12)
+
+
+def test_claims_as_libraries_state_them_carry_their_own_conversion() -> None:
+    """zCDP, approximate zCDP, RDP and pure-DP claims: each curve's eps at delta is the
+    conversion of the guarantee itself (checked against a direct minimisation over orders of
+    Canonne, Kamath & Steinke 2020, Prop. 12), never a conversion through another notion."""
+    lam = 1 + np.geomspace(1e-6, 1e4, 200_001)
+
+    def cks_delta(rdp_eps: np.ndarray, eps: float) -> float:
+        return float(np.exp(((lam - 1) * (rdp_eps - eps + np.log1p(-1 / lam)) - np.log(lam)).min()))
+
+    zcdp = one(minimal('claim = { kind = "zcdp", rho = 0.5 }')).claim
+    assert zcdp.delta(2.0) == pytest.approx(cks_delta(0.5 * lam, 2.0), rel=1e-6)
+    approx = one(minimal('claim = { kind = "zcdp", rho = 0.5, xi = 0.1, delta = 1e-4 }')).claim
+    expected = 1e-4 + (1 - 1e-4) * cks_delta(0.1 + 0.5 * lam, 2.0)
+    assert approx.delta(2.0) == pytest.approx(expected, rel=1e-6)
+    rdp = one(minimal('claim = { kind = "rdp", orders = [2.0, 8.0], eps = [1.0, 4.0] }')).claim
+    by_order = [math.exp((o - 1) * (e - 3.0 + math.log1p(-1 / o))) / o for o, e in [(2, 1), (8, 4)]]
+    assert rdp.delta(3.0) == pytest.approx(min(by_order), rel=1e-12)
+    pure = one(minimal('claim = { kind = "pure_dp", eps = 1.0 }')).claim
+    assert pure.delta(1.0) == 0.0
+    assert pure.delta(0.0) == pytest.approx((math.e - 1) / (math.e + 1), rel=1e-14)
+    # the zCDP claim of a Gaussian is implied by the Gaussian: never above its exact curve
+    exact = stats.norm.cdf(stats.norm.ppf(1 - ALPHA) - 1.0)
+    assert (zcdp(ALPHA) <= exact + 1e-12).all()
 
 
 def test_default_claim_is_the_mechanisms_tightest_valid_theory() -> None:
@@ -231,7 +257,16 @@ def test_several_audits_keep_their_order() -> None:
         (minimal('claim = { kind = "approx_dp" }'), ["claim.eps", "missing"]),
         (minimal('claim = { kind = "approx_dp", eps = 1, delta = 2 }'), ["delta"]),
         (minimal('claim = { kind = "gdp", mu = -1 }'), ["mu"]),
-        (minimal('claim = { kind = "zcdp", rho = 1 }'), ["claim.kind", "zcdp", "approx_dp"]),
+        (minimal('claim = { kind = "renyi", rho = 1 }'), ["claim.kind", "renyi", "zcdp"]),
+        (minimal('claim = { kind = "zcdp", rho = -1 }'), ["claim (zcdp)", "rho"]),
+        (minimal('claim = { kind = "zcdp", rho = 1, delta = 1 }'), ["claim (zcdp)", "delta"]),
+        (minimal('claim = { kind = "zcdp", rho = 1, xi = -1 }'), ["claim (zcdp)", "xi"]),
+        (
+            minimal('claim = { kind = "rdp", orders = [2, 3], eps = [1] }'),
+            ["claim (rdp)", "one value per order"],
+        ),
+        (minimal('claim = { kind = "rdp", orders = [1], eps = [1] }'), ["claim (rdp)", "orders"]),
+        (minimal('claim = { kind = "pure_dp", eps = -1 }'), ["claim (pure_dp)", "eps"]),
         (
             minimal('claim = { kind = "accountant", method = "moments" }'),
             ["moments", "valid methods"],

@@ -19,11 +19,19 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["OBJECT_STREAMS", "STREAMS", "TAGS", "chunk_generator", "object_generator"]
+__all__ = [
+    "OBJECT_STREAMS",
+    "STREAMS",
+    "TAGS",
+    "chunk_generator",
+    "derived_seed",
+    "object_generator",
+]
 
 #: Stream ids of ``spawn_key=(id, chunk)``: the engine's fit sample, pilot, selection and
 #: evaluation trials and output-shape probe; the accountant audit's two orders of the pair and
-#: its probe.
+#: its probe; the root seed of each look of :func:`dpaudit.testing.assert_private`
+#: (:func:`derived_seed`).
 STREAMS = {
     "fit": 0,
     "pilot": 1,
@@ -33,6 +41,7 @@ STREAMS = {
     "accountant_d_d_prime": 16,
     "accountant_d_prime_d": 17,
     "accountant_probe": 18,
+    "assert_private_look": 19,
 }
 
 #: Entropy tags: the learned attack's extra training outputs (``"learn"``), the pilot audits
@@ -64,3 +73,12 @@ def chunk_generator(seed: int, stream: str, chunk: int) -> np.random.Generator:
     """The generator of chunk ``chunk`` of ``stream`` (a key of :data:`STREAMS`)."""
     ss = np.random.SeedSequence(seed, spawn_key=(STREAMS[stream], int(chunk)))
     return np.random.default_rng(ss)
+
+
+def derived_seed(seed: int, stream: str, *key: int) -> int:
+    """A 128-bit root seed for a whole audit run as part of a larger design (a look of a
+    sequential test on one pair): the entropy of ``SeedSequence(seed, spawn_key=(STREAMS[stream],
+    *key))``, so distinct keys give independent audits and never one of ``seed``'s own chunks."""
+    ss = np.random.SeedSequence(seed, spawn_key=(STREAMS[stream], *(int(k) for k in key)))
+    words = ss.generate_state(4, dtype=np.uint32)
+    return sum(int(w) << (32 * i) for i, w in enumerate(words))

@@ -41,12 +41,12 @@ from dpaudit.audit.strategies import (
 from dpaudit.audit.witness import Witness
 from dpaudit.bounds.gdp import GDPTradeoff
 from dpaudit.bounds.tradeoff import TradeoffCurve
-from dpaudit.mechanisms.base import NeighbouringPair
+from dpaudit.mechanisms.base import NeighbouringPair, PrivacyProfile
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["AuditResult", "RESULT_FORMAT", "DEFAULT_DELTAS"]
+__all__ = ["AuditResult", "RESULT_FORMAT", "DEFAULT_DELTAS", "claim_curve"]
 
 #: ``format`` tag and version of :meth:`AuditResult.to_dict`.
 RESULT_FORMAT = {"name": "dpaudit.audit_result", "version": 1}
@@ -70,6 +70,23 @@ def _claimed_epsilon(claim: TradeoffCurve, delta: float) -> float | None:
     except (ValueError, ArithmeticError, NotImplementedError):
         return None
     return None if np.isnan(value) else value
+
+
+def claim_curve(claim: Any) -> TradeoffCurve:
+    """The trade-off curve of a claim: a :class:`~dpaudit.bounds.tradeoff.TradeoffCurve` as it
+    is, or the ``.tradeoff()`` of a guarantee stated in another form (``ZCDP``, ``ApproxZCDP``,
+    ``RDPCurve``, a ``PLD``, any :class:`~dpaudit.mechanisms.base.PrivacyProfile`), which carries
+    that guarantee's own ``delta(eps)``."""
+    if isinstance(claim, TradeoffCurve):
+        return claim
+    tradeoff = getattr(claim, "tradeoff", None)
+    curve = tradeoff() if callable(tradeoff) else None
+    if not isinstance(curve, TradeoffCurve):
+        raise ValueError(
+            "claim must be a TradeoffCurve or a guarantee with .tradeoff() (ZCDP, ApproxZCDP, "
+            f"RDPCurve, PLD), got {type(claim).__name__}"
+        )
+    return curve
 
 
 def _refutation(claim: TradeoffCurve, witness: Witness) -> dict[str, Any] | None:
@@ -307,9 +324,12 @@ class AuditResult:
         return self._witness(objective)
 
     def verdict(
-        self, claim: TradeoffCurve | None, deltas: Sequence[float] = DEFAULT_DELTAS
+        self, claim: TradeoffCurve | PrivacyProfile | None, deltas: Sequence[float] = DEFAULT_DELTAS
     ) -> dict[str, Any]:
         """Every number a report shows, and the verdict on ``claim``, as one family of tests.
+
+        ``claim`` is a trade-off curve, or a guarantee in another form whose ``.tradeoff()``
+        gives one (:func:`claim_curve`: zCDP, approximate zCDP, an RDP curve, a PLD).
 
         The family holds ``m = len(deltas) + 1 (+ 1 with a claim)`` tests: the ``eps`` lower
         bound at each ``delta`` in ``deltas``, the ``mu`` lower bound, and the claim's own test
@@ -354,8 +374,8 @@ class AuditResult:
         ``mu_witness``, and ``family``: ``{"tests", "gamma_per_test", "confidence_per_test",
         "confidence", "method": "bonferroni"}``.
         """
-        if claim is not None and not isinstance(claim, TradeoffCurve):
-            raise ValueError(f"claim must be a TradeoffCurve, got {type(claim).__name__}")
+        if claim is not None:
+            claim = claim_curve(claim)
         asked = list(dict.fromkeys(check_probability("delta", d, high_open=True) for d in deltas))
         tests = len(asked) + 1 + (claim is not None)
         gamma_each = self.gamma / tests
@@ -394,7 +414,7 @@ class AuditResult:
         return out
 
     def violates(
-        self, claim: TradeoffCurve, deltas: Sequence[float] = DEFAULT_DELTAS
+        self, claim: TradeoffCurve | PrivacyProfile, deltas: Sequence[float] = DEFAULT_DELTAS
     ) -> Witness | None:
         """Evidence that the mechanism is not ``claim``-DP, or ``None``.
 
@@ -405,9 +425,7 @@ class AuditResult:
         ``beta+ < f(alpha+)``; ``"d_prime_d"``: ``alpha+ < f(beta+)``), ``claimed_beta`` (``f`` at
         the other error), ``margin``, ``test`` and ``claim``.
         """
-        if not isinstance(claim, TradeoffCurve):
-            raise ValueError(f"claim must be a TradeoffCurve, got {type(claim).__name__}")
-        return self.verdict(claim, deltas)["witness"]
+        return self.verdict(claim_curve(claim), deltas)["witness"]
 
     # ------------------------------------------------------------------ estimates
     def delta_estimate(self, eps: float | np.ndarray) -> dict[str, Any]:

@@ -41,7 +41,7 @@ from dpaudit.bounds.gdp import (
     gdp_mu,
 )
 from dpaudit.bounds.pld import PLD
-from dpaudit.bounds.rdp import ZCDP, RDPCurve, zcdp_from_pure_dp
+from dpaudit.bounds.rdp import ZCDP, ApproxZCDP, RDPCurve, zcdp_from_pure_dp
 from dpaudit.bounds.tradeoff import (
     KINDS,
     PiecewiseLinearTradeoff,
@@ -63,6 +63,7 @@ __all__ = [
     "KINDS",
     "PLD",
     "ZCDP",
+    "ApproxZCDP",
     "AdvancedComposition",
     "GDPTradeoff",
     "OptimalComposition",

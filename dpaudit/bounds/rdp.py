@@ -29,7 +29,7 @@ from dpaudit._core.validation import (
     check_probability,
     scalar_like,
 )
-from dpaudit.bounds.tradeoff import TradeoffCurve
+from dpaudit.bounds.tradeoff import TradeoffCurve, approx_dp
 
 __all__ = [
     "DEFAULT_ORDERS",
@@ -43,6 +43,7 @@ __all__ = [
     "rdp_poisson_subsampled_gaussian",
     "rdp_poisson_subsampled",
     "ZCDP",
+    "ApproxZCDP",
     "zcdp_from_pure_dp",
 ]
 
@@ -71,6 +72,12 @@ ZCDP_CONVERSIONS = ("improved", "simple")
 # Largest order accepted by the subsampled-mechanism constructors, whose integer-order sums
 # have one term per integer up to the order.
 _MAX_SUBSAMPLED_ORDER = 65536
+
+#: The ``eps`` at which a trade-off curve of this module takes the envelope of its own privacy
+#: profile (any finite set gives a valid lower bound).
+_ENVELOPE_EPS = np.unique(
+    np.concatenate([np.linspace(0.0, 10.0, 2001), np.linspace(10.0, 100.0, 901), [200.0, 700.0]])
+)
 
 # Bisection steps for the trade-off region and the zCDP optimisations.
 _BISECTION_STEPS = 64
@@ -330,19 +337,51 @@ class RDPCurve:
         with the order, ibid. Theorem 3), which adds the same constraint at order 1 with
         ``min eps``. The curve is the lower boundary of the region these constraints cut out: a
         valid lower bound on the true trade-off function (kind ``"bound"``), symmetric and
-        convex, and at least as strong as the duality curve of :meth:`delta`. Each evaluation
+        convex, and at least as strong as the duality curve of :meth:`delta`. The curve's
+        ``delta(eps)`` and ``epsilon(delta)`` are this object's :meth:`delta` and its inverse (the
+        conversion an RDP accountant reports), not the numerical dual of the region. Each evaluation
         bisects on all orders at once (about 0.5 s for 800 values of ``alpha`` and the 156
         default orders); for ``(eps, delta)`` statements use :meth:`epsilon` and :meth:`delta`.
         """
-        finite = np.isfinite(self.eps)
-        lam = self.orders[finite]
-        bound = (lam - 1.0) * self.eps[finite]
-        kl = float(self.eps.min())
+        return _region_curve(self.orders, self.eps, self.name, self.delta)
 
-        def fn(alpha: np.ndarray) -> np.ndarray:
-            return _region_boundary(alpha.ravel(), lam, bound, kl).reshape(alpha.shape)
 
-        return TradeoffCurve(fn, name=self.name, kind="bound", symmetric=True)
+def _region_curve(
+    orders: np.ndarray,
+    eps: np.ndarray,
+    name: str,
+    delta_fn: Callable[[np.ndarray], np.ndarray],
+) -> TradeoffCurve:
+    """The curve of :meth:`RDPCurve.tradeoff` for the constraints ``eps`` at ``orders``, whose
+    privacy profile is ``delta_fn`` (the conversion the guarantee's own :meth:`delta` states).
+
+    Both the region and the profile are valid guarantees, so the curve is the larger of the
+    region's boundary and the profile's envelope ``sup_x max(0, 1 - delta(x) - e^x alpha,
+    e^-x (1 - delta(x) - alpha))`` (Dong, Roth & Su 2022, Proposition 3, at every ``x`` of
+    :data:`_ENVELOPE_EPS`): the curve is never weaker than the ``(eps, delta)`` statements it
+    reports, even where finitely many orders leave the region a little short of them.
+    """
+    finite = np.isfinite(eps)
+    lam = orders[finite]
+    bound = (lam - 1.0) * eps[finite]
+    kl = float(eps.min())
+    grid: list[np.ndarray] = []
+
+    def fn(alpha: np.ndarray) -> np.ndarray:
+        flat = alpha.ravel()
+        if not grid:
+            grid.append(np.asarray(delta_fn(_ENVELOPE_EPS), dtype=float))
+        envelope = np.zeros_like(flat)
+        keep = 1.0 - grid[0]
+        for start in range(0, flat.size, 1024):
+            a = flat[start : start + 1024, None]
+            steep = keep - np.exp(_ENVELOPE_EPS) * a
+            flat_part = np.exp(-_ENVELOPE_EPS) * (keep - a)
+            envelope[start : start + 1024] = np.maximum(steep, flat_part).max(axis=1)
+        region = _region_boundary(flat, lam, bound, kl)
+        return np.maximum(region, envelope).reshape(alpha.shape)
+
+    return TradeoffCurve(fn, name=name, kind="bound", symmetric=True, delta_fn=delta_fn)
 
 
 def _moment_violation(
@@ -703,7 +742,32 @@ def rdp_poisson_subsampled(
 
 #: Orders used to draw the trade-off curve of a zCDP guarantee (any finite set gives a valid
 #: bound; this one is dense where the region's boundary is decided).
-_ZCDP_TRADEOFF_ORDERS = 1.0 + np.geomspace(1e-3, 1e4, 141)
+_ZCDP_TRADEOFF_ORDERS = 1.0 + np.geomspace(1e-3, 1e4, 71)
+
+
+def _zcdp_log_delta(rho: float, shift: np.ndarray, kl: float) -> np.ndarray:
+    """``log`` of ``inf_{lambda > 1} exp((lambda-1)(lambda rho - x)) (1 - 1/lambda)^(lambda-1)
+    / lambda`` at each finite ``x`` of ``shift`` (any sign), for ``rho > 0``, capped by
+    ``log sqrt(1 - exp(-kl))``.
+
+    This is Canonne, Kamath & Steinke 2020, Proposition 12, applied at every order of the RDP
+    curve ``eps(lambda) = xi + rho lambda`` with ``x = eps - xi``. The logarithm of the objective
+    has derivative ``(2 lambda - 1) rho - x + log(1 - 1/lambda)``, increasing from ``-inf`` to
+    ``+inf``. At ``lambda = 2 + (max(x, 0) + 1) / rho`` it equals ``3 rho + 2 + 2 max(x, 0) - x +
+    log(1 - 1/lambda) >= 2 - log 2 > 0``, so bisection on ``(1, lambda]`` finds the minimiser.
+    """
+    lo = np.ones_like(shift)
+    hi = 2.0 + (np.maximum(shift, 0.0) + 1.0) / rho
+    with np.errstate(divide="ignore"):
+        for _ in range(_BISECTION_STEPS + 40):
+            mid = 0.5 * (lo + hi)
+            grad = (2.0 * mid - 1.0) * rho - shift + np.log1p(-1.0 / mid)
+            lo = np.where(grad < 0, mid, lo)
+            hi = np.where(grad < 0, hi, mid)
+    # hi > 1 always (the derivative is -inf at 1), so every term below is finite
+    lam = hi
+    log_delta = (lam - 1.0) * (lam * rho - shift + np.log1p(-1.0 / lam)) - np.log(lam)
+    return np.minimum(log_delta, 0.5 * math.log(-math.expm1(-kl)))
 
 
 @dataclass(frozen=True)
@@ -754,24 +818,11 @@ class ZCDP:
         """
         e = check_eps_array(eps)
         flat = e.ravel()
-        rho = self.rho
-        if rho == 0.0:
+        if self.rho == 0.0:
             out = np.zeros_like(flat)
         else:
             finite = np.isfinite(flat)
-            ef = np.where(finite, flat, 0.0)
-            lo = np.ones_like(ef)
-            hi = 2.0 + (ef + 1.0) / rho
-            with np.errstate(divide="ignore"):
-                for _ in range(_BISECTION_STEPS + 40):
-                    mid = 0.5 * (lo + hi)
-                    grad = (2.0 * mid - 1.0) * rho - ef + np.log1p(-1.0 / mid)
-                    lo = np.where(grad < 0, mid, lo)
-                    hi = np.where(grad < 0, hi, mid)
-            # hi > 1 always (the derivative is -inf at 1), so every term below is finite
-            lam = hi
-            log_delta = (lam - 1.0) * (lam * rho - ef + np.log1p(-1.0 / lam)) - np.log(lam)
-            log_delta = np.minimum(log_delta, 0.5 * math.log(-math.expm1(-rho)))
+            log_delta = _zcdp_log_delta(self.rho, np.where(finite, flat, 0.0), self.rho)
             out = np.where(finite, np.minimum(np.exp(log_delta), 1.0), 0.0)
         return scalar_like(out.reshape(e.shape), eps)
 
@@ -810,10 +861,115 @@ class ZCDP:
 
     def tradeoff(self) -> TradeoffCurve:
         """The trade-off curve implied by zCDP: the RDP hypothesis-testing region of
-        :meth:`RDPCurve.tradeoff` (Balle et al. 2020) at 141 orders from ``1.001`` to ``10^4``.
+        :meth:`RDPCurve.tradeoff` (Balle et al. 2020) at 71 orders from ``1.001`` to ``10^4``.
         Using finitely many of the orders only weakens the constraint, so the curve is a valid
-        lower bound on the true one."""
-        return self.to_rdp(_ZCDP_TRADEOFF_ORDERS).tradeoff()
+        lower bound on the true one; where the envelope of :meth:`delta` is higher, the curve is
+        that envelope. Its ``delta(eps)`` and ``epsilon(delta)`` are :meth:`delta` and its inverse,
+        the continuum-of-orders conversion."""
+        orders = _ZCDP_TRADEOFF_ORDERS
+        return _region_curve(orders, self.rho * orders, self.name, self.delta)
+
+
+@dataclass(frozen=True)
+class ApproxZCDP:
+    """A ``delta``-approximate ``(xi, rho)``-zCDP guarantee (Bun & Steinke 2016, "Concentrated
+    differential privacy: simplifications, extensions, and lower bounds", Definition 8.1): for
+    every neighbouring pair there are events of probability at least ``1 - delta`` under each
+    output distribution, conditioned on which ``D_lambda <= xi + rho lambda`` for every order
+    ``lambda > 1``, both orders of the pair. ``ApproxZCDP(rho)`` is ``rho``-zCDP (:class:`ZCDP`).
+
+    Parameters
+    ----------
+    rho:
+        The slope ``rho >= 0``.
+    xi:
+        The offset ``xi >= 0`` (``0`` for the usual zCDP).
+    approx_delta:
+        The ``delta`` of the definition, in ``[0, 1)``.
+    name:
+        Label for tables and figures.
+
+    Notes
+    -----
+    Writing ``P = (1-delta) P|E + (P(E) - 1 + delta) P|E + P(E^c) P|E^c``, the definition gives
+    ``P = (1-delta) P' + delta P''`` and ``Q = (1-delta) Q' + delta Q''`` with ``(P', Q')``
+    ``(xi, rho)``-zCDP. Every test's errors then satisfy ``alpha >= (1-delta) alpha'`` and
+    ``beta >= (1-delta) beta' >= (1-delta) f'(alpha')``, where ``f'`` is the trade-off curve of
+    ``(xi, rho)``-zCDP, so the guarantee is ``g(alpha) = (1-delta) f'(min(1, alpha/(1-delta)))``
+    and its privacy profile ``delta + (1-delta) delta'(eps)`` (the dual of ``g``; ``delta'`` is
+    that of ``f'``). With ``rho = 0`` the conditioned pair is ``xi``-DP, so the whole guarantee
+    is exactly ``(xi, delta)``-DP (:func:`~dpaudit.bounds.tradeoff.approx_dp`).
+    """
+
+    rho: float
+    xi: float = 0.0
+    approx_delta: float = 0.0
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rho", check_nonnegative("rho", self.rho))
+        object.__setattr__(self, "xi", check_nonnegative("xi", self.xi))
+        approx = check_probability("approx_delta", self.approx_delta, high_open=True)
+        object.__setattr__(self, "approx_delta", approx)
+        if not math.isfinite(self.rho) or not math.isfinite(self.xi):
+            raise ValueError(f"rho and xi must be finite, got {self.rho!r} and {self.xi!r}")
+        if not self.name:
+            label = f"zCDP(rho={self.rho:g}"
+            if self.xi:
+                label += f", xi={self.xi:g}"
+            if approx:
+                label += f", delta={approx:g}"
+            object.__setattr__(self, "name", label + ")")
+
+    def delta(self, eps: float | np.ndarray) -> float | np.ndarray:
+        """``delta(eps) = approx_delta + (1 - approx_delta) delta'(eps)``, where ``delta'`` is the
+        conversion of Canonne, Kamath & Steinke 2020, Proposition 12, at every order of the RDP
+        curve ``xi + rho lambda``: ``delta'(eps) = inf_{lambda > 1} exp((lambda-1)(xi + lambda rho
+        - eps)) (1 - 1/lambda)^(lambda-1) / lambda``, capped by ``sqrt(1 - exp(-(xi + rho)))``
+        (total variation through the KL divergence, as :meth:`ZCDP.delta`). With ``rho = 0``,
+        ``delta'`` is the profile of ``xi``-DP. Vectorised over ``eps``.
+        """
+        e = check_eps_array(eps)
+        flat = e.ravel()
+        finite = np.isfinite(flat)
+        x = np.where(finite, flat, 0.0)
+        if self.rho == 0.0:
+            # xi-DP: delta'(eps) = (e^xi - e^eps)_+ / (1 + e^xi) (Dong, Roth & Su 2022, Prop. 6)
+            inner = -np.expm1(np.minimum(x - self.xi, 0.0)) / (1.0 + math.exp(-self.xi))
+        else:
+            log_inner = _zcdp_log_delta(self.rho, x - self.xi, self.xi + self.rho)
+            inner = np.minimum(np.exp(log_inner), 1.0)
+        out = self.approx_delta + (1.0 - self.approx_delta) * np.where(finite, inner, 0.0)
+        return scalar_like(np.minimum(out, 1.0).reshape(e.shape), eps)
+
+    def epsilon(self, delta: float) -> float:
+        """Smallest ``eps`` with :meth:`delta` ``<= delta`` (``inf`` for ``delta <
+        approx_delta``); :meth:`ZCDP.epsilon` when ``xi = approx_delta = 0``."""
+        delta = check_probability("delta", delta)
+        if self.xi == 0.0 and self.approx_delta == 0.0:
+            return ZCDP(self.rho).epsilon(delta)
+        return self.tradeoff().epsilon(delta)
+
+    def tradeoff(self) -> TradeoffCurve:
+        """The trade-off curve ``g`` of the class notes: ``f'`` is the RDP hypothesis-testing
+        region of :meth:`RDPCurve.tradeoff` (Balle et al. 2020) for ``xi + rho lambda`` at the
+        orders of :meth:`ZCDP.tradeoff`, a valid lower bound; ``delta(eps)`` is :meth:`delta`."""
+        if self.rho == 0.0:
+            curve = approx_dp(self.xi, self.approx_delta)
+            return TradeoffCurve(
+                curve, name=self.name, kind="bound", symmetric=True, delta_fn=self.delta
+            )
+        orders = _ZCDP_TRADEOFF_ORDERS
+        conditioned = ApproxZCDP(self.rho, self.xi)
+        inner = _region_curve(
+            orders, self.xi + self.rho * orders, conditioned.name, conditioned.delta
+        )
+        keep = 1.0 - self.approx_delta
+
+        def fn(alpha: np.ndarray) -> np.ndarray:
+            return keep * inner(np.minimum(alpha / keep, 1.0))
+
+        return TradeoffCurve(fn, name=self.name, kind="bound", symmetric=True, delta_fn=self.delta)
 
 
 def zcdp_from_pure_dp(eps: float) -> ZCDP:

@@ -13,23 +13,24 @@ sensitivity one) and whose claim is what the library states for its parameters:
   from the engine's generator, so audits are reproducible.
 - OpenDP (``opendp.measurements.make_laplace`` / ``make_gaussian``): one call on a vector of
   ``size`` copies of the query draws ``size`` independent outputs (vectorised). The claim comes
-  from OpenDP's own privacy map: ``epsilon``-DP for Laplace, ``rho``-zCDP for Gaussian, which for
-  the Gaussian mechanism is exactly ``mu``-GDP with ``mu = sqrt(2 rho)`` (Bun & Steinke 2016;
-  Dong, Roth & Su 2022). OpenDP samples from its own secure generator, which cannot be seeded:
-  bounds stay valid (every trial is a fresh draw) but reruns are not bit-identical.
+  from OpenDP's own privacy map, in OpenDP's own terms: ``epsilon``-DP for Laplace, ``rho``-zCDP
+  for Gaussian (:class:`~dpaudit.bounds.rdp.ZCDP`, with its own ``(eps, delta)`` conversion and
+  trade-off curve). The Gaussian mechanism is in fact ``sqrt(2 rho)``-GDP, a stronger statement
+  than the zCDP claim (Bun & Steinke 2016; Dong, Roth & Su 2022). OpenDP samples from its own
+  secure generator, which cannot be seeded: bounds stay valid (every trial is a fresh draw) but
+  reruns are not bit-identical.
 """
 
 from __future__ import annotations
 
 import importlib
-import math
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from dpaudit._core.validation import check_choice, check_positive, check_probability
-from dpaudit.bounds.gdp import gdp
+from dpaudit.bounds.rdp import ZCDP
 from dpaudit.bounds.tradeoff import approx_dp
 from dpaudit.mechanisms.blackbox import BlackBox
 
@@ -157,11 +158,12 @@ def opendp_mechanism(
     neighbour: object = (1.0,),
 ) -> BlackBox:
     """OpenDP's mechanism as a :class:`BlackBox`; the claim is OpenDP's privacy map at
-    ``d_in = sensitivity``: ``(eps, 0)``-DP for Laplace, ``sqrt(2 rho)``-GDP for Gaussian."""
+    ``d_in = sensitivity``, in OpenDP's own terms: ``(eps, 0)``-DP for Laplace, ``rho``-zCDP
+    (:class:`~dpaudit.bounds.rdp.ZCDP`) for Gaussian."""
     fn = opendp_release(mechanism, scale=scale)
     sensitivity = check_positive("sensitivity", sensitivity)
     stated = float(_opendp_measurement(mechanism, scale, vector=False).map(sensitivity))
-    claim = approx_dp(stated, 0.0) if mechanism == "laplace" else gdp(math.sqrt(2.0 * stated))
+    claim = approx_dp(stated, 0.0) if mechanism == "laplace" else ZCDP(stated).tradeoff()
     return BlackBox(
         fn,
         claim,

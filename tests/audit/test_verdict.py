@@ -9,6 +9,7 @@ from scipy import stats
 import dpaudit as dpa
 from dpaudit.audit.lower_bounds import epsilon_from_errors, mu_from_errors
 from dpaudit.bounds.gdp import gdp
+from dpaudit.bounds.rdp import ZCDP, ApproxZCDP
 from dpaudit.bounds.tradeoff import PiecewiseLinearTradeoff, approx_dp
 from dpaudit.mechanisms import Mechanism, NeighbouringPair
 from dpaudit.mechanisms.flawed import flawed
@@ -195,3 +196,35 @@ def test_claim_test_on_an_uninformative_threshold_cannot_hide_a_refuting_bound(m
     assert "claim" not in v["refuted_by"]
     assert v["verdict"] == "violated" and "epsilon@0.0" in v["refuted_by"]
     assert v["witness"]["claimed_epsilon"] == pytest.approx(1.0)
+
+
+def test_a_zcdp_claim_never_calls_a_correct_gaussian_violated():
+    """A Gaussian with sigma is exactly 1/(2 sigma^2)-zCDP. Deterministically, the claim's curve
+    lies below the Gaussian's exact curve and its eps at every delta above the exact one, so
+    the verdict can only refute it when a confidence bound fails; over 4 seeds and two noise
+    levels it never does. The twin (half the noise, four times the rho) is refuted every time,
+    so the check has power: a verdict read off point estimates would also pass the first half,
+    but not the deterministic part."""
+    for sigma in (0.7, 2.0):
+        mechanism = dpa.mechanisms.Gaussian(sigma)
+        claim = ZCDP(0.5 / sigma**2)
+        curve = claim.tradeoff()
+        alpha = np.linspace(0.0, 1.0, 101)
+        assert (curve(alpha) <= mechanism.tradeoff("exact")(alpha) + 1e-12).all()
+        for d in DELTAS[1:]:
+            assert curve.epsilon(d) >= mechanism.epsilon(d)
+        for seed in range(4):
+            assert _audit(mechanism, seed, trials=20_000).verdict(claim)["verdict"] == "consistent"
+        loud = _audit(dpa.mechanisms.Gaussian(sigma / 2), 0, trials=20_000)
+        assert loud.verdict(claim)["verdict"] == "violated"
+
+
+def test_claims_in_other_forms_are_read_through_their_curve():
+    result = _audit(dpa.mechanisms.Gaussian(1.0), 0)
+    by_object = result.verdict(ZCDP(0.5), DELTAS)
+    by_curve = result.verdict(ZCDP(0.5).tradeoff(), DELTAS)
+    assert by_object["verdict"] == by_curve["verdict"] == "consistent"
+    assert by_object["epsilon_lower_bounds"] == by_curve["epsilon_lower_bounds"]
+    assert result.violates(ApproxZCDP(0.05, approx_delta=1e-6), DELTAS) is not None
+    with pytest.raises(ValueError, match="claim"):
+        result.verdict("0.5-zCDP", DELTAS)

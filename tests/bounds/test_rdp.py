@@ -11,11 +11,12 @@ import math
 
 import numpy as np
 import pytest
-from scipy import integrate, stats
+from scipy import integrate, optimize, stats
 
 from dpaudit.bounds.rdp import (
     DEFAULT_ORDERS,
     ZCDP,
+    ApproxZCDP,
     RDPCurve,
     rdp_gaussian,
     rdp_laplace,
@@ -24,6 +25,7 @@ from dpaudit.bounds.rdp import (
     rdp_randomized_response,
     zcdp_from_pure_dp,
 )
+from dpaudit.bounds.tradeoff import TradeoffCurve, approx_dp
 from dpaudit.mechanisms.base import PrivacyProfile
 from tests.reference import rows
 
@@ -645,3 +647,113 @@ def test_rdp_tradeoff_extremes_finite_and_monotone(curve):
     assert np.isfinite(beta).all() and (np.diff(beta) <= 1e-15).all()
     assert beta[0] == 1.0 and beta[-1] == 0.0
     assert (beta <= 1 - alpha + 1e-15).all()
+
+
+# --------------------------------------------------------------------------------------------
+# Approximate zCDP, and the (eps, delta) profile each curve carries
+# --------------------------------------------------------------------------------------------
+
+
+def brute_zcdp_delta(rho: float, xi: float, approx_delta: float, eps: np.ndarray) -> np.ndarray:
+    """Canonne, Kamath & Steinke 2020, Prop. 12, at each order of ``xi + rho lambda`` on a fine
+    grid of orders, capped by the KL route, mixed with the approximate part: computed directly."""
+    lam = 1 + np.geomspace(1e-7, 1e6, 200001)
+    log_obj = (lam - 1) * (xi + lam * rho - eps[:, None] + np.log1p(-1 / lam)) - np.log(lam)
+    cap = 0.5 * math.log(-math.expm1(-(xi + rho)))
+    inner = np.minimum(np.exp(np.minimum(log_obj.min(axis=1), cap)), 1.0)
+    return approx_delta + (1 - approx_delta) * inner
+
+
+def test_approx_zcdp_without_slack_is_zcdp():
+    eps = np.array([0.0, 0.3, 1.0, 4.0, np.inf])
+    for rho in [1e-6, 0.5, 20.0]:
+        assert ApproxZCDP(rho).delta(eps) == pytest.approx(ZCDP(rho).delta(eps), rel=1e-14)
+        assert ApproxZCDP(rho).epsilon(1e-5) == ZCDP(rho).epsilon(1e-5)
+        assert ApproxZCDP(rho).name == ZCDP(rho).name
+
+
+@pytest.mark.parametrize(
+    ("rho", "xi", "approx_delta"),
+    [(0.5, 0.0, 1e-6), (0.5, 0.3, 0.0), (0.05, 1.0, 1e-3), (3.0, 0.1, 0.2)],
+)
+def test_approx_zcdp_delta_matches_brute_force(rho, xi, approx_delta):
+    eps = np.array([0.0, 0.05, 0.5, 1.0, 2.0, 5.0, 12.0])
+    ours = ApproxZCDP(rho, xi, approx_delta).delta(eps)
+    brute = brute_zcdp_delta(rho, xi, approx_delta, eps)
+    assert (ours <= brute * (1 + 1e-12)).all()  # the infimum is below any grid minimum
+    assert ours == pytest.approx(brute, rel=1e-6)
+
+
+def test_approx_zcdp_with_rho_zero_is_approximate_dp():
+    """(xi, 0)-zCDP conditioned pairs are xi-DP, so the claim is (xi, delta)-DP: delta(0) is
+    ``delta + (1 - delta)(e^xi - 1)/(e^xi + 1)`` (Dong, Roth & Su 2022, Prop. 6)."""
+    claim = ApproxZCDP(0.0, xi=1.0, approx_delta=0.01)
+    assert claim.delta(0.0) == pytest.approx(0.01 + 0.99 * (math.e - 1) / (math.e + 1), rel=1e-14)
+    assert claim.delta(1.0) == pytest.approx(0.01, rel=1e-14)
+    assert claim.epsilon(0.01) == pytest.approx(1.0, rel=1e-9)
+    assert claim.tradeoff()(ALPHA) == pytest.approx(approx_dp(1.0, 0.01)(ALPHA), abs=1e-15)
+
+
+@pytest.mark.parametrize(("sigma", "approx_delta"), [(1.0, 1e-3), (0.7, 0.1)])
+def test_approx_zcdp_holds_for_a_gaussian_mixed_with_disjoint_atoms(sigma, approx_delta):
+    """``P = (1-d) N(0, s^2) + d [at +100]``, ``Q = (1-d) N(1, s^2) + d [at -100]`` is
+    d-approximately (1/(2 s^2))-zCDP (condition on the Gaussian parts). Its exact profile is
+    ``d + (1-d) delta_G(eps)`` and its exact trade-off curve ``(1-d) G(alpha / (1-d))`` (the
+    atoms are decided for free): the claim must lie below both, and touch neither by much."""
+    d, mu = approx_delta, 1 / sigma
+    claim = ApproxZCDP(0.5 / sigma**2, approx_delta=d)
+    eps = np.linspace(0, 6, 25)
+    exact = d + (1 - d) * gaussian_delta(mu, eps)
+    assert (claim.delta(eps) >= exact * (1 - 1e-12)).all()
+    beta_exact = (1 - d) * gdp_curve(mu, np.minimum(ALPHA / (1 - d), 1.0))
+    beta = claim.tradeoff()(ALPHA)
+    assert (beta <= beta_exact + 1e-12).all()
+    assert np.max(beta_exact - beta) < 0.15
+
+
+@pytest.mark.parametrize(
+    "guarantee",
+    [ZCDP(0.5), ApproxZCDP(0.3, xi=0.2, approx_delta=1e-3), rdp_gaussian(1.3), ZCDP(30.0)],
+    ids=["zcdp", "approx-zcdp", "rdp-gaussian", "zcdp-large"],
+)
+def test_curve_is_never_weaker_than_the_profile_it_reports(guarantee):
+    """The curve's own ``delta(eps)`` is the guarantee's conversion, and the curve lies above
+    the ``(eps, delta(eps))``-DP curve of every ``eps`` (DRS Prop. 3), so its numerical dual is
+    never above that profile: the two forms of the claim never disagree in the claimant's
+    favour."""
+    curve = guarantee.tradeoff()
+    eps = np.linspace(0, 8, 33)
+    assert curve.delta(eps) == pytest.approx(np.asarray(guarantee.delta(eps)), rel=1e-14)
+    beta = curve(ALPHA)
+    for e in eps[::4]:
+        assert (beta >= approx_dp(e, float(guarantee.delta(e)))(ALPHA) - 1e-9).all()
+    dual = TradeoffCurve(lambda a: curve(a), name="dual", kind="bound").delta(eps[::4])
+    assert (dual <= np.asarray(guarantee.delta(eps[::4])) + 1e-9).all()
+
+
+@pytest.mark.parametrize("sigma", [0.6, 1.0, 2.5])
+def test_gaussian_claims_state_at_least_the_exact_epsilon(sigma):
+    """A Gaussian with ``sigma`` is ``1/(2 sigma^2)``-zCDP and ``lambda/(2 sigma^2)``-RDP; the
+    epsilon each claim's curve reports is at least the exact one of the Gaussian (bisection on
+    its closed-form delta), and the continuum of zCDP orders beats the finite RDP grid."""
+    for delta in [1e-6, 1e-3]:
+        exact = optimize.brentq(lambda e, d=delta: gaussian_delta(1 / sigma, e) - d, 0, 100)
+        zcdp = ZCDP(0.5 / sigma**2).tradeoff().epsilon(delta)
+        rdp = rdp_gaussian(sigma).tradeoff().epsilon(delta)
+        assert exact <= zcdp <= rdp * (1 + 1e-9)
+        assert rdp == pytest.approx(rdp_gaussian(sigma).epsilon(delta), rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("call", "name"),
+    [
+        (lambda: ApproxZCDP(-1.0), "rho"),
+        (lambda: ApproxZCDP(1.0, xi=-0.1), "xi"),
+        (lambda: ApproxZCDP(1.0, approx_delta=1.0), "approx_delta"),
+        (lambda: ApproxZCDP(math.inf), "rho"),
+        (lambda: ApproxZCDP(1.0).delta(-1.0), "eps"),
+    ],
+)
+def test_approx_zcdp_bad_input_names_the_parameter(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
