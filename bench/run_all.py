@@ -45,6 +45,8 @@ ARGUMENTS: dict[str, tuple[list[str], list[str]]] = {
     "strategies": ([], ["--quick"]),
     "one_run": (["--seeds", "8"], ["--quick"]),
     "scores": (["--seeds", "200"], ["--seeds", "20"]),
+    # The GPU run is its own: python bench/bench_device.py --device cuda
+    "device": (["--device", "cpu", "--quick"], ["--device", "cpu", "--quick"]),
 }
 
 #: Headline figures read off a script's output: (script, label, pattern, template); every line
