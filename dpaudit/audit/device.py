@@ -19,10 +19,10 @@ counted changes.
 - **Float64** throughout: outputs, scores and binning (float32 normals on CUDA end near
   6.7 sigma, which would cut the tails that tight ``eps`` bounds are made of).
 
-Only reference mechanisms with a ``torch_sample`` twin (Gaussian, Laplace, randomized response)
-and attacks with a ``torch_score`` twin (the likelihood ratio of those mechanisms, the threshold
-attack) run here; anything else is refused before anything is drawn (:func:`check_support`),
-never run on numpy halfway through.
+Only reference mechanisms with a ``torch_sample`` twin (Gaussian, Laplace, randomized response,
+Poisson-subsampled Gaussian and Laplace) and attacks with a ``torch_score`` twin (the likelihood
+ratio of those mechanisms, the threshold attack) run here; anything else is refused before
+anything is drawn (:func:`check_support`), never run on numpy halfway through.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from dpaudit._core.device import torch_generators
+from dpaudit._core.streams import MAX_SEEDED_CHUNKS
 from dpaudit.audit.limits import SMALLEST_CHUNK
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     "BYTES_PER_VALUE",
     "default_chunk_size",
     "check_support",
+    "check_chunks",
     "batch_chunks",
     "pilot_scores",
     "tally",
@@ -83,6 +85,17 @@ def check_support(mechanism: Any, attack: Any, device: str) -> None:
         raise ValueError(
             f"device={device!r}: attack {attack.name} on {name} has no device score "
             "(torch_score; learned attacks never do); audit it with device=None"
+        )
+
+
+def check_chunks(chunk_size: int, trials: int) -> None:
+    """Refuse a ``chunk_size`` that cuts a stream of ``trials`` into more chunks than the
+    seeds keep apart (:data:`~dpaudit._core.streams.MAX_SEEDED_CHUNKS`)."""
+    if -(-trials // chunk_size) > MAX_SEEDED_CHUNKS:
+        raise ValueError(
+            f"chunk_size = {chunk_size:,} cuts {trials:,} trials into more than "
+            f"{MAX_SEEDED_CHUNKS:,} chunks, the most a device stream seeds apart; "
+            "use a larger chunk_size"
         )
 
 

@@ -731,8 +731,9 @@ def audit(
         Where the trials are drawn, scored and counted: ``None`` or ``"numpy"`` (default) on
         this machine's cores with numpy; ``"cpu"``, ``"cuda"`` or ``"cuda:N"`` on that PyTorch
         device (:mod:`dpaudit.audit.device`; needs the ``torch`` extra). A device runs only
-        mechanisms and attacks with a device path (Gaussian, Laplace and randomized response
-        with the likelihood-ratio or threshold attack), without ``privacy_loss``, ``store`` or
+        mechanisms and attacks with a device path (Gaussian, Laplace, randomized response,
+        Poisson-subsampled Gaussian and Laplace, with the likelihood-ratio or threshold
+        attack), without ``privacy_loss``, ``store`` or
         ``n_jobs``; anything else is refused with a ``ValueError``. Results on a device are
         reproducible on that device and independent of its memory, but are not the numbers
         of the numpy engine (other generators; the same law).
@@ -770,6 +771,8 @@ def audit(
             else _device.default_chunk_size(values_per_output)
         )
     chunk_size = check_integer("chunk_size", chunk_size, minimum=1)
+    if device is not None:
+        _device.check_chunks(chunk_size, max(trials, selection_trials))
     default = attack is None
     if privacy_loss and attack is not None:
         _check_exact(attack, mechanism, pair)  # before fitting anything

@@ -117,6 +117,10 @@ class Gaussian(AdditiveNoiseMechanism):
         never go beyond about 6.7 sigma)."""
         out.normal_(0.0, self.sigma, generator=generator)
 
+    def torch_noise_logpdf(self, z: Any) -> Any:
+        """The device twin of :meth:`noise_logpdf` on a float64 tensor."""
+        return (z / self.sigma).square_().mul_(-0.5).sub_(math.log(self.sigma) + _HALF_LOG_2PI)
+
     def noise_logpdf(self, z: np.ndarray) -> np.ndarray:
         """``log phi_sigma(z) = -z^2 / (2 sigma^2) - log(sigma) - log(2 pi) / 2``, elementwise."""
         with np.errstate(over="ignore"):

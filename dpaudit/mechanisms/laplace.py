@@ -87,6 +87,10 @@ class Laplace(AdditiveNoiseMechanism):
         torch.sub(u[1], u[0], out=out)
         out.mul_(self.scale)
 
+    def torch_noise_logpdf(self, z: Any) -> Any:
+        """The device twin of :meth:`noise_logpdf` on a float64 tensor."""
+        return z.abs().div_(-self.scale).sub_(math.log(2.0) + math.log(self.scale))
+
     def noise_logpdf(self, z: np.ndarray) -> np.ndarray:
         """``log(exp(-|z|/b) / (2b)) = -|z|/b - log(2b)``, elementwise."""
         with np.errstate(over="ignore"):

@@ -1,58 +1,34 @@
 """Audits on a PyTorch device (``device="cpu"`` here; CUDA runs the same code on another device).
 
-The tests before the ``importorskip`` line need no torch. The others check, on torch's CPU
-device: reproducibility (same seed, same counts; any batch size, same counts), the law of the
-device samplers against exact probabilities, the float64 normal tails, agreement of the bounds
-with the numpy engine, coverage of the bounds, and the refusal of what has no device path.
-Every statistical check states its false-failure probability; all seeds are fixed.
+Checks on torch's CPU device: reproducibility (same seed, same counts; any batch size, same
+counts), the law of the device samplers against exact probabilities, the device twins against
+their numpy methods, the float64 normal tails, agreement of the bounds with the numpy engine,
+coverage of the bounds, specs and the command line, and the refusal of what has no device path.
+Every statistical check states its false-failure probability; all seeds are fixed. The choice of
+a device and its seeds, which need no torch, are tested in tests/audit/test_device_choice.py.
 """
 
 from __future__ import annotations
 
-import subprocess
-import sys
+import json
 
 import numpy as np
 import pytest
 from scipy import stats
 
 import dpaudit
-from dpaudit._core.device import check_device
-from dpaudit._core.streams import MAX_SEEDED_CHUNKS, STREAMS, chunk_seeds
 from dpaudit.attacks import LikelihoodRatio, Threshold
 from dpaudit.audit.confidence import clopper_pearson_lower, clopper_pearson_upper
-from dpaudit.mechanisms import BlackBox, Gaussian, Laplace, RandomizedResponse
-
-
-def test_numpy_device_never_imports_torch():
-    code = (
-        "import sys, dpaudit; from dpaudit.mechanisms import Gaussian; "
-        "dpaudit.audit(Gaussian(1.0), trials=1000, device='numpy'); "
-        "print('torch' in sys.modules)"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
-
-
-@pytest.mark.parametrize("device", ["gpu", "cuda:x", "CPU", 0, "cuda:"])
-def test_bad_device_is_refused_naming_device(device):
-    with pytest.raises(ValueError, match="device must be None, 'numpy', 'cpu', 'cuda'"):
-        check_device("device", device)
-    with pytest.raises(ValueError, match="device must be"):
-        dpaudit.audit(Gaussian(1.0), trials=1000, device=device)
-
-
-def test_chunk_seeds_are_distinct_in_their_low_32_bits():
-    # torch's CPU generator keeps the low 32 bits of a seed: no two chunks of an audit may share
-    # them, across the engine's streams too.
-    seeds = [s for stream in STREAMS for s in chunk_seeds(7, stream, range(5000))]
-    assert len({s & 0xFFFFFFFF for s in seeds}) == len(seeds)
-    assert len({s >> 32 for s in seeds}) > 0.99 * len(seeds)
-    assert chunk_seeds(7, "evaluation", range(3, 5)) == chunk_seeds(7, "evaluation", range(5))[3:]
-    assert chunk_seeds(8, "evaluation", range(5)) != chunk_seeds(7, "evaluation", range(5))
-    with pytest.raises(ValueError, match="chunks must be a range"):
-        chunk_seeds(7, "evaluation", range(MAX_SEEDED_CHUNKS + 1))
-
+from dpaudit.audit.grid import ScoreGrid
+from dpaudit.mechanisms import (
+    BlackBox,
+    FixedSizeSubsampled,
+    Gaussian,
+    Laplace,
+    PoissonSubsampled,
+    RandomizedResponse,
+)
+from tests.audit.test_device_choice import GAUSSIAN, SPEC
 
 torch = pytest.importorskip("torch", reason="the device path needs PyTorch (the torch extra)")
 
@@ -89,7 +65,7 @@ def test_result_records_the_device():
 
 # Law of the samplers: counts at fixed thresholds against exact probabilities. Each count is
 # Binomial(n, p); a two-sided exact binomial test at level 1e-7 per count, at most 20 counts per
-# case and 5 cases: the file's false-failure probability from this test is below 1e-5.
+# case and 6 cases: the file's false-failure probability from this test is below 2e-5.
 P_LAW = 1e-7
 N_LAW = 200_000
 
@@ -139,6 +115,14 @@ LAW_CASES = {
 }
 
 
+LAW_CASES["poisson_gaussian"] = (
+    PoissonSubsampled(Gaussian(1.0), rate=0.3),
+    np.array([-1.0, 0.0, 1.0, 2.5]),
+    lambda t: stats.norm.sf(t),
+    lambda t: 0.7 * stats.norm.cdf(t) + 0.3 * stats.norm.cdf(t - 1.0),
+)
+
+
 @pytest.mark.parametrize("case", sorted(LAW_CASES))
 def test_device_samplers_have_the_exact_law(case):
     mechanism, thresholds, fp, fn = LAW_CASES[case]
@@ -154,6 +138,42 @@ def test_device_samplers_have_the_exact_law(case):
     expected = np.stack([fp(thresholds), fn(thresholds)])
     for observed, p in zip(result.fixed_counts.ravel(), expected.ravel(), strict=True):
         assert stats.binomtest(int(observed), N_LAW, float(p)).pvalue > P_LAW, (case, observed, p)
+
+
+TWIN_CASES = {
+    "gaussian": (Gaussian(1.3), None),
+    "gaussian_vector": (Gaussian(0.8, sensitivity=2.0), np.array([[0.5, -1.0, 2.0], [3.0, 0, 1]])),
+    "laplace": (Laplace(0.6), None),
+    "laplace_vector": (Laplace(1.5), np.array([[0.2, -0.4], [1.0, 1.0]])),
+    "rr3": (RandomizedResponse(0.7, k=3), None),
+    "poisson_gaussian": (PoissonSubsampled(Gaussian(1.0), rate=0.2), np.array([0.5, 1.0, 1.0])),
+    "poisson_laplace": (PoissonSubsampled(Laplace(1.0), rate=0.6), None),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TWIN_CASES))
+def test_device_twins_compute_what_numpy_computes(case):
+    # The same outputs (drawn on the device) scored by the numpy methods and by their device
+    # twins: the same log likelihood ratios to rounding, and the same bins on every kind of grid.
+    mechanism, d_prime = TWIN_CASES[case]
+    pair = mechanism.worst_case_pair()
+    if d_prime is not None:
+        pair = dpaudit.mechanisms.NeighbouringPair(d_prime[:-1], d_prime, "add_remove")
+    generators = torch_generators(torch.device("cpu"), 1, "evaluation", range(2))
+    outputs = mechanism.torch_sample(pair.d_prime, [3000, 2000], generators)
+    attack = LikelihoodRatio(mechanism, pair)
+    assert attack.runs_on_device()
+    expected = attack.score(outputs.numpy())
+    scores = attack.torch_score(outputs)
+    np.testing.assert_allclose(scores.numpy(), expected, rtol=1e-12, atol=1e-12)
+    for grid in (
+        ScoreGrid.from_scores(expected[:500], bins=64),
+        ScoreGrid.uniform(-1.0, 0.37, 9),
+        ScoreGrid.uniform(-1.5, 1.0, 3, kind="lattice"),
+        ScoreGrid("discrete", np.array([-0.5, 0.0, 0.25])),
+    ):
+        index, _ = grid.locate(expected)
+        np.testing.assert_array_equal(grid.torch_locate(torch.as_tensor(expected)).numpy(), index)
 
 
 def test_float64_normal_tails_follow_phi():
@@ -228,6 +248,16 @@ def _release(dataset, size, rng):
             "mechanism BlackBox.* has no device sampler",
         ),
         (_ShiftedGaussian(1.0), {}, "mechanism _ShiftedGaussian.* has no device sampler"),
+        (
+            FixedSizeSubsampled(Gaussian(1.0), size=2, population=10),
+            {},
+            "mechanism FixedSizeSubsampled.* has no device sampler",
+        ),
+        (
+            PoissonSubsampled(RandomizedResponse(1.0), rate=0.5),
+            {},
+            "mechanism PoissonSubsampled.* has no device sampler",
+        ),
         (Gaussian(1.0), {"privacy_loss": True}, "does not keep privacy_loss=True"),
         (Gaussian(1.0), {"store": "somewhere"}, "does not keep store="),
         (Gaussian(1.0), {"n_jobs": 2}, "leave n_jobs=None"),
@@ -236,6 +266,11 @@ def _release(dataset, size, rng):
 def test_what_has_no_device_path_is_refused(mechanism, kwargs, message):
     with pytest.raises(ValueError, match=f"^device='cpu'.*{message}"):
         dpaudit.audit(mechanism, trials=1000, device="cpu", **kwargs)
+
+
+def test_chunk_size_too_small_for_the_seeds_is_refused():
+    with pytest.raises(ValueError, match="^chunk_size = 1 cuts 200,000,000 trials into more"):
+        dpaudit.audit(Gaussian(1.0), trials=2 * 10**8, chunk_size=1, device="cpu")
 
 
 def test_attacks_without_device_score_are_refused():
@@ -258,3 +293,19 @@ def test_missing_gpu_is_refused_naming_device():
         pytest.skip("this machine has a GPU")
     with pytest.raises(ValueError, match="device='cuda' names a GPU this machine lacks"):
         dpaudit.audit(Gaussian(1.0), trials=1000, device="cuda")
+
+
+def test_command_line_device_reaches_the_results(tmp_path):
+    from dpaudit.cli import main
+
+    spec = tmp_path / "spec.toml"
+    spec.write_text(SPEC.format(mechanism=GAUSSIAN, device='"cpu"'))
+    assert main(["run", str(spec), "-o", str(tmp_path / "cpu"), "--quiet"]) == 0
+    assert main(["run", str(spec), "-o", str(tmp_path / "np"), "--quiet", "--device", "numpy"]) == 0
+    on_cpu, on_numpy = (
+        json.loads((tmp_path / name / "results.json").read_text())["audits"][0]
+        for name in ("cpu", "np")
+    )
+    assert on_cpu["random"]["device"] == "cpu"
+    assert "device" not in on_numpy["random"]
+    assert on_numpy["spec"]["device"] == "numpy"
