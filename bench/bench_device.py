@@ -3,8 +3,10 @@
 Prints, for the likelihood-ratio audit of the Gaussian mechanism that is exactly
 ``(1, 1e-5)``-DP: trials per second and the certified ``eps`` lower bound at ``delta = 1e-5``
 of ``dpaudit.audit`` on numpy (every core) and on the device, and the ratio of the two rates
-measured in this run. A trial is one output under each dataset; the rate counts every trial
-drawn per dataset (evaluation, selection and pilot). Then the tail check of the device's float64
+measured in this run. The same for one noisy step of DP-SGD's reference, the Poisson-subsampled
+Gaussian (``sigma = 1``, rate ``0.01``; a two-component mixture density per score), at fewer
+trials. A trial is one output under each dataset; the rate counts every trial drawn per dataset
+(evaluation, selection and pilot). Then the tail check of the device's float64
 normal sampler: ``--tail-draws`` standard normals drawn as the engine draws them (chunks of
 ``2^22``, one seeded generator each), the number beyond 5 to 7.5 sigma against ``2 Phi(-t)``
 with two-sided Clopper-Pearson intervals (level ``1e-6`` each), and the largest ``|z|`` (float32
@@ -30,7 +32,7 @@ from scipy import stats
 import dpaudit
 from dpaudit.audit import device as device_engine
 from dpaudit.audit.confidence import clopper_pearson_lower, clopper_pearson_upper
-from dpaudit.mechanisms import Gaussian
+from dpaudit.mechanisms import Gaussian, PoissonSubsampled
 
 DELTA = 1e-5
 TAIL_SIGMAS = (5.0, 5.5, 6.0, 6.5, 7.0, 7.5)
@@ -100,14 +102,18 @@ def main() -> None:
     parser.add_argument("--device", default="cuda", help="torch device: cuda, cuda:N or cpu")
     parser.add_argument("--trials", type=float, default=1e11, help="device trials per dataset")
     parser.add_argument("--numpy-trials", type=float, default=1e9, help="numpy trials per dataset")
+    parser.add_argument(
+        "--subsampled-trials", type=float, default=1e10, help="device trials, subsampled audit"
+    )
     parser.add_argument("--tail-draws", type=float, default=1e11, help="normals of the tail check")
     parser.add_argument(
         "--quick", action="store_true", help="10^6 trials each, 10^7 tail draws (a smoke run)"
     )
     args = parser.parse_args()
     trials, numpy_trials, draws = int(args.trials), int(args.numpy_trials), int(args.tail_draws)
+    subsampled_trials = int(args.subsampled_trials)
     if args.quick:
-        trials, numpy_trials, draws = 10**6, 10**6, 10**7
+        trials, numpy_trials, draws, subsampled_trials = 10**6, 10**6, 10**7, 10**6
     try:
         import torch
     except ImportError:
@@ -120,27 +126,33 @@ def main() -> None:
     mechanism = Gaussian(gaussian_sigma(1.0, DELTA))
     print(f"device                    {target} ({name}), torch {torch.__version__}")
     print(f"cores for numpy           {os.cpu_count()}")
-    print(f"mechanism                 {mechanism.name}, eps({DELTA:g}) = 1 exactly")
 
     def sync() -> None:
         synchronize(torch, target)
 
     dpaudit.audit(mechanism, trials=10_000, seed=1, device=args.device, progress=False)
     dpaudit.audit(mechanism, trials=10_000, seed=1, n_jobs=-1, progress=False)
-    rows = {}
-    for label, device, count in (("numpy", None, numpy_trials), (str(target), args.device, trials)):
-        result, seconds, drawn = timed_audit(mechanism, count, device, sync)
-        rows[label] = drawn / seconds
-        bound = result.epsilon_lower_bound(DELTA)
-        print(
-            f"{label:<8} {result.trials:>16,} trials  {seconds:8.1f} s  "
-            f"{drawn / seconds:16,.0f} trials/s  eps lower bound {bound:.4f}  "
-            f"mu lower bound {result.mu_lower_bound():.4f}"
-        )
+    subsampled = PoissonSubsampled(Gaussian(1.0), rate=0.01)
+    for audited, counts in (
+        (mechanism, (numpy_trials, trials)),
+        (subsampled, (max(1, numpy_trials // 10), subsampled_trials)),
+    ):
+        print(f"{audited.name}: eps({DELTA:g}) = {audited.epsilon(DELTA):.4f} by theory")
+        rates = {}
+        labels, devices = ("numpy", str(target)), (None, args.device)
+        for label, device, count in zip(labels, devices, counts, strict=True):
+            result, seconds, drawn = timed_audit(audited, count, device, sync)
+            rates[label] = drawn / seconds
+            print(
+                f"  {label:<8} {result.trials:>16,} trials  {seconds:8.1f} s  "
+                f"{drawn / seconds:16,.0f} trials/s  eps lower bound "
+                f"{result.epsilon_lower_bound(DELTA):.4f}  mu lower bound "
+                f"{result.mu_lower_bound():.4f}"
+            )
+        print(f"  device / numpy trials/s  {rates[str(target)] / rates['numpy']:.1f}x")
     print(f"chunk size on the device  {device_engine.default_chunk_size(1):,} trials")
     batch = device_engine.batch_chunks(target, device_engine.default_chunk_size(1), 1)
     print(f"chunks per batch          {batch}")
-    print(f"device / numpy trials/s   {rows[str(target)] / rows['numpy']:.1f}x")
     tail_check(torch, target, draws)
 
 
