@@ -6,7 +6,9 @@ of ``dpaudit.audit`` on numpy (every core) and on the device, and the ratio of t
 measured in this run. The same for one noisy step of DP-SGD's reference, the Poisson-subsampled
 Gaussian (``sigma = 1``, rate ``0.01``; a two-component mixture density per score), at fewer
 trials. A trial is one output under each dataset; the rate counts every trial drawn per dataset
-(evaluation, selection and pilot). Then the tail check of the device's float64
+(evaluation, selection and pilot). Then whether the device's counts are the same with one
+chunk per batch as with memory-sized batches (Gaussian and 3-ary randomized response), and the
+tail check of the device's float64
 normal sampler: ``--tail-draws`` standard normals drawn as the engine draws them (chunks of
 ``2^22``, one seeded generator each), the number beyond 5 to 7.5 sigma against ``2 Phi(-t)``
 with two-sided Clopper-Pearson intervals (level ``1e-6`` each), and the largest ``|z|`` (float32
@@ -32,7 +34,7 @@ from scipy import stats
 import dpaudit
 from dpaudit.audit import device as device_engine
 from dpaudit.audit.confidence import clopper_pearson_lower, clopper_pearson_upper
-from dpaudit.mechanisms import Gaussian, PoissonSubsampled
+from dpaudit.mechanisms import Gaussian, PoissonSubsampled, RandomizedResponse
 
 DELTA = 1e-5
 TAIL_SIGMAS = (5.0, 5.5, 6.0, 6.5, 7.0, 7.5)
@@ -60,6 +62,26 @@ def timed_audit(mechanism, trials: int, device: str | None, synchronize_device) 
     synchronize_device()
     seconds = time.perf_counter() - started
     return result, seconds, result.trials + result.selection_trials + result.pilot_trials
+
+
+def batch_independence(device: str, trials: int, chunk_size: int) -> None:
+    """Counts of an audit with memory-sized batches and with one chunk per batch."""
+    for mechanism in (Gaussian(1.0), RandomizedResponse(1.0, k=3)):
+        kwargs = dict(trials=trials, seed=3, chunk_size=chunk_size, progress=False, device=device)
+        sized = dpaudit.audit(mechanism, **kwargs)
+        saved = device_engine.MEMORY_FRACTION, device_engine.CPU_BATCH_VALUES
+        device_engine.MEMORY_FRACTION, device_engine.CPU_BATCH_VALUES = 0.0, 0
+        try:
+            single = dpaudit.audit(mechanism, **kwargs)
+        finally:
+            device_engine.MEMORY_FRACTION, device_engine.CPU_BATCH_VALUES = saved
+        same = np.array_equal(sized.counts, single.counts) and np.array_equal(
+            sized.selection_counts, single.selection_counts
+        )
+        print(
+            f"identical counts, one chunk per batch vs sized batches ({mechanism.name}, "
+            f"{trials:,} trials, chunks of {chunk_size:,}): {same}"
+        )
 
 
 def tail_check(torch, target, draws: int) -> None:
@@ -150,6 +172,10 @@ def main() -> None:
                 f"{result.mu_lower_bound():.4f}"
             )
         print(f"  device / numpy trials/s  {rates[str(target)] / rates['numpy']:.1f}x")
+    if args.quick:
+        batch_independence(args.device, 10**6, 2**14)
+    else:
+        batch_independence(args.device, 2 * 10**8, 2**20)
     print(f"chunk size on the device  {device_engine.default_chunk_size(1):,} trials")
     batch = device_engine.batch_chunks(target, device_engine.default_chunk_size(1), 1)
     print(f"chunks per batch          {batch}")
