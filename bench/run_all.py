@@ -47,6 +47,8 @@ ARGUMENTS: dict[str, tuple[list[str], list[str]]] = {
     "scores": (["--seeds", "200"], ["--seeds", "20"]),
     "peers": (["--seeds", "20"], ["--quick"]),
     "testing": (["--seeds", "10"], ["--seeds", "3"]),
+    # The GPU run is its own: python bench/bench_device.py --device cuda
+    "device": (["--device", "cpu", "--quick"], ["--device", "cpu", "--quick"]),
 }
 
 #: Headline figures read off a script's output: (script, label, pattern, template); every line

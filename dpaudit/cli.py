@@ -41,6 +41,7 @@ from typing import Any, NoReturn
 from dpaudit import reports, scores_command, specs
 from dpaudit._core.validation import check_n_jobs
 from dpaudit.audit import backends
+from dpaudit.audit.device import check_support
 from dpaudit.audit.limits import check_output_size, check_trials
 from dpaudit.mechanisms.base import METHOD_KINDS
 
@@ -102,6 +103,11 @@ def _add_scale_out(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--scheduler",
         help="Dask scheduler address tcp://HOST:PORT (--backend dask; default: a local cluster)",
+    )
+    p.add_argument(
+        "--device",
+        help="where trials run: numpy (default), or a PyTorch device cpu, cuda, cuda:N "
+        "(overrides the spec; reference mechanisms only)",
     )
 
 
@@ -232,10 +238,15 @@ def _run_audits(audits: Sequence[specs.AuditSpec], output: Path, args: argparse.
         if args.scheduler is None and n_jobs is not None and n_jobs > 0:
             n_workers = n_jobs
         n_jobs = -1
-    audits = [a.with_overrides(trials=args.trials, seed=args.seed, n_jobs=n_jobs) for a in audits]
+    audits = [
+        a.with_overrides(trials=args.trials, seed=args.seed, n_jobs=n_jobs, device=args.device)
+        for a in audits
+    ]
     for spec in audits:  # before any audit runs, so that none is run in vain
         try:
             check_output_size(spec.mechanism, spec.pair)
+            if spec.device is not None:
+                check_support(spec.mechanism, spec.attack, spec.device)
         except ValueError as exc:
             raise ValueError(f"{spec.origin}: {exc}") from None
     with backends.backend(args.backend, scheduler=args.scheduler, n_workers=n_workers):

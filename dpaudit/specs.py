@@ -19,7 +19,8 @@ Keys of an ``[[audit]]`` table (see :data:`AUDIT_KEYS`): ``name`` (required, uni
 black boxes), ``trials`` (required, per dataset), ``seed``,
 ``confidence``, ``strategy``, ``threshold``, ``selection_trials``, ``claim`` (a table with
 ``kind``; default: the mechanism's own tightest valid accountant), ``deltas`` (the delta values at
-which epsilon is reported), ``n_jobs`` and ``expect`` (``"consistent"`` or ``"violated"``: the
+which epsilon is reported), ``n_jobs``, ``device`` (``"numpy"``, the default, or a PyTorch device
+``"cpu"``, ``"cuda"``, ``"cuda:N"``) and ``expect`` (``"consistent"`` or ``"violated"``: the
 verdict the audit is meant to reach, e.g. for a deliberately flawed mechanism).
 
 A black box's ``callable = "mymech:release"`` is looked up first in the spec file's folder
@@ -49,6 +50,7 @@ from typing import Any
 import numpy as np
 
 from dpaudit import attacks, mechanisms
+from dpaudit._core.device import check_device
 from dpaudit._core.jsonvalues import to_json_value
 from dpaudit._core.validation import (
     check_choice,
@@ -58,6 +60,7 @@ from dpaudit._core.validation import (
 )
 from dpaudit.attacks.base import Attack
 from dpaudit.audit.accountant import AccountantAuditSpec
+from dpaudit.audit.device import check_support
 from dpaudit.audit.engine import audit
 from dpaudit.audit.limits import check_trials
 from dpaudit.audit.strategies import STRATEGIES
@@ -814,6 +817,7 @@ AUDIT_KEYS: dict[str, Param] = {
     "claim": Param("table", False, None, "{ kind = ... }; default: the mechanism's accountant"),
     "deltas": Param("non-empty array of numbers", False, (1e-5,), "delta values to report"),
     "n_jobs": Param("integer", False, None, "parallel workers (-1: all cores; default: automatic)"),
+    "device": Param("string", False, None, "where trials run: numpy (default), cpu, cuda, cuda:N"),
     "expect": Param("string", False, "consistent", "the verdict the audit is meant to reach"),
 }
 
@@ -850,21 +854,33 @@ class AuditSpec:
     description: str = ""
     table: dict[str, Any] = field(default_factory=dict, compare=False)
     origin: str = ""
+    device: str | None = None
 
     def with_overrides(
-        self, *, trials: int | None = None, seed: int | None = None, n_jobs: int | None = None
+        self,
+        *,
+        trials: int | None = None,
+        seed: int | None = None,
+        n_jobs: int | None = None,
+        device: str | None = None,
     ) -> AuditSpec:
-        """The same audit with some settings replaced (the command line's ``--trials`` etc.)."""
+        """The same audit with some settings replaced (the command line's ``--trials`` etc.;
+        ``device="numpy"`` replaces a spec's torch device by numpy)."""
         changes: dict[str, Any] = {}
+        written: dict[str, Any] = {}
         if trials is not None:
             changes["trials"] = check_trials("trials", trials)
         if seed is not None:
             changes["seed"] = check_integer("seed", seed, minimum=0)
         if n_jobs is not None:
             changes["n_jobs"] = check_n_jobs("n_jobs", n_jobs)
+        if device is not None:
+            changes["device"] = check_device("device", device)
+            written["device"] = device
         if not changes:
             return self
-        return dataclasses.replace(self, table={**self.table, **changes}, **changes)
+        table = {**self.table, **changes, **written}
+        return dataclasses.replace(self, table=table, **changes)
 
     def claim_table(self) -> dict[str, Any] | None:
         """The claim as written in the spec (or the default accountant claim), JSON-ready."""
@@ -893,6 +909,7 @@ class AuditSpec:
             n_jobs=self.n_jobs,
             progress=progress,
             store=store,
+            device=self.device,
         )
 
 
@@ -967,6 +984,8 @@ def _check_settings(values: Mapping[str, Any], ctx: _Context) -> dict[str, Any]:
         raise ctx.error("threshold", "is needed with strategy 'fixed' and only then")
     if values["selection_trials"] is not None:
         _check_key(values, ctx, "selection_trials", check_trials)
+    if values["device"] is not None:
+        settings["device"] = _check_key(values, ctx, "device", check_device)
     for i, delta in enumerate(values["deltas"]):
         _call(ctx, f"deltas[{i}]", check_probability, "delta", delta, high_open=True)
     return settings
@@ -1003,6 +1022,8 @@ def _parse_audit(table: object, index: int, source: str, names: set[str]) -> Aud
     ctx, values = _open_table(table, "audit", index, source, names, AUDIT_KEYS)
     settings = _check_settings(values, ctx)
     mechanism, pair, attack, claim = _audited_objects(values, ctx)
+    if settings.get("device") is not None:
+        _call(ctx, "device", check_support, mechanism, attack, settings["device"])
     return AuditSpec(
         name=values["name"],
         mechanism=mechanism,

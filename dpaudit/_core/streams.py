@@ -7,6 +7,10 @@ entropy, ``SeedSequence([seed, TAGS[name], ...])``, which can never equal a spaw
 A new stream or tag gets a new number here; numbers are never reused, so that old seeds keep
 reproducing old results.
 
+A torch device cannot run numpy's generators: there chunk ``i`` of stream ``s`` draws from a
+torch generator seeded by :func:`chunk_seeds` (the same ``SeedSequence`` spawn key), so device
+results too depend on the seed and the sizes only, never on how chunks are grouped.
+
 Randomness that belongs to an object's own ``seed`` parameter rather than to an audit's seed
 draws from ``default_rng(seed)`` (the same generator as ``SeedSequence(seed)``): the synthetic
 datasets, DP-SGD's data and start, the one-run simulation, the selection split of ``dpaudit
@@ -25,6 +29,8 @@ __all__ = [
     "TAGS",
     "chunk_generator",
     "derived_seed",
+    "MAX_SEEDED_CHUNKS",
+    "chunk_seeds",
     "object_generator",
 ]
 
@@ -82,3 +88,31 @@ def derived_seed(seed: int, stream: str, *key: int) -> int:
     ss = np.random.SeedSequence(seed, spawn_key=(STREAMS[stream], *(int(k) for k in key)))
     words = ss.generate_state(4, dtype=np.uint32)
     return sum(int(w) << (32 * i) for i, w in enumerate(words))
+
+
+#: Most chunks per stream :func:`chunk_seeds` keeps apart in its low 32 bits (``2^27``; stream
+#: ids stay below ``2^5``).
+MAX_SEEDED_CHUNKS = 2**27
+
+
+def chunk_seeds(seed: int, stream: str, chunks: range) -> list[int]:
+    """The 64-bit seeds of torch generators for chunks ``chunks`` of ``stream``.
+
+    For chunk ``i`` the high 32 bits are the first word of ``SeedSequence(seed,
+    spawn_key=(STREAMS[stream], i))``, as for :func:`chunk_generator`. The low 32 bits are the
+    first word of ``SeedSequence(seed)`` XOR ``STREAMS[stream] * 2^27 + i``: distinct for every
+    chunk of every stream of one seed, so that even a generator that keeps only the low 32 bits
+    of its seed (torch's CPU Mersenne Twister) never runs two chunks of an audit on the same
+    stream. CUDA's Philox generator keys on all 64 bits.
+    """
+    if chunks.step != 1 or not 0 <= chunks.start <= chunks.stop <= MAX_SEEDED_CHUNKS:
+        raise ValueError(
+            f"chunks must be a range of step 1 within [0, {MAX_SEEDED_CHUNKS}], got {chunks}"
+        )
+    base = int(np.random.SeedSequence(seed).generate_state(1, np.uint32)[0])
+    seeds = []
+    for chunk in chunks:
+        spawned = np.random.SeedSequence(seed, spawn_key=(STREAMS[stream], chunk))
+        high = int(spawned.generate_state(1, np.uint32)[0])
+        seeds.append((high << 32) | (base ^ (STREAMS[stream] * MAX_SEEDED_CHUNKS + chunk)))
+    return seeds

@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from dpaudit._core.device import has_twin
+
 __all__ = ["Attack"]
 
 
@@ -27,6 +29,12 @@ class Attack(ABC):
     @abstractmethod
     def score(self, outputs: np.ndarray) -> np.ndarray:
         """Score each output (axis 0 = trials); larger means "more likely D_prime"."""
+
+    def runs_on_device(self) -> bool:
+        """Whether the attack scores on a torch device: a ``torch_score(outputs)`` (tensor in,
+        float64 tensor out) defined in the class that defines :meth:`score` (its device twin).
+        Attacks that learn never do."""
+        return not self.learns and has_twin(self, "score", "torch_score")
 
     def fit(self, outputs_d: np.ndarray, outputs_d_prime: np.ndarray) -> Attack:
         """Learn from selection outputs under ``D`` and ``D_prime``; a no-op for fixed attacks."""

@@ -70,6 +70,17 @@ class LikelihoodRatio(Attack):
             )
         return score
 
+    def runs_on_device(self) -> bool:
+        """Whether the mechanism computes its log density ratio on a torch device
+        (:meth:`~dpaudit.mechanisms.base.Mechanism.ratio_on_device`)."""
+        ready = getattr(self.mechanism, "ratio_on_device", None)
+        return super().runs_on_device() and callable(ready) and bool(ready())
+
+    def torch_score(self, outputs: Any) -> Any:
+        """The device twin of :meth:`score`: the mechanism's ``torch_log_density_ratio`` on a
+        tensor of outputs, as a float64 tensor of shape ``(size,)``."""
+        return self.mechanism.torch_log_density_ratio(self.pair.d, self.pair.d_prime, outputs)
+
     def params(self) -> dict[str, Any]:
         """The mechanism's name and the pair."""
         return {"mechanism": self.mechanism.name, "pair": self.pair.to_dict()}

@@ -49,33 +49,50 @@ class Threshold(Attack):
             )
         self.projection = w
 
-    def score(self, outputs: np.ndarray) -> np.ndarray:
-        """The statistic of every output (axis 0 = trials), shape ``(size,)``."""
-        y = np.asarray(outputs, dtype=float)
-        if y.ndim == 0:
-            raise ValueError("outputs must have a trial axis (axis 0)")
-        flat = y.reshape(y.shape[0], -1)
-        width = flat.shape[1]
+    def _check_width(self, width: int) -> None:
+        """Refuse outputs of ``width`` values that the projection does not fit."""
         if self.projection is None:
             if width != 1:
                 raise ValueError(
                     f"Threshold() needs scalar outputs, got {width} values per output; "
                     "pass projection= (a coordinate or weights)"
                 )
-            return flat[:, 0]
-        if isinstance(self.projection, int):
+        elif isinstance(self.projection, int):
             if not -width <= self.projection < width:
                 raise ValueError(
                     f"projection (coordinate) must be in [{-width}, {width - 1}], "
                     f"got {self.projection}"
                 )
-            return flat[:, self.projection]
-        if self.projection.size != width:
+        elif self.projection.size != width:
             raise ValueError(
                 f"projection must have one weight per output value ({width}), "
                 f"got {self.projection.size}"
             )
+
+    def score(self, outputs: np.ndarray) -> np.ndarray:
+        """The statistic of every output (axis 0 = trials), shape ``(size,)``."""
+        y = np.asarray(outputs, dtype=float)
+        if y.ndim == 0:
+            raise ValueError("outputs must have a trial axis (axis 0)")
+        flat = y.reshape(y.shape[0], -1)
+        self._check_width(flat.shape[1])
+        if self.projection is None:
+            return flat[:, 0]
+        if isinstance(self.projection, int):
+            return flat[:, self.projection]
         return flat @ self.projection
+
+    def torch_score(self, outputs: Any) -> Any:
+        """The device twin of :meth:`score` on a tensor of outputs: float64, shape ``(size,)``."""
+        import torch
+
+        flat = outputs.reshape(outputs.shape[0], -1).to(torch.float64)
+        self._check_width(flat.shape[1])
+        if self.projection is None:
+            return flat[:, 0]
+        if isinstance(self.projection, int):
+            return flat[:, self.projection]
+        return flat @ torch.as_tensor(self.projection, dtype=torch.float64, device=flat.device)
 
     def params(self) -> dict[str, Any]:
         """``{"projection": None | int | list}``."""

@@ -22,6 +22,11 @@ the output shape. The selection sample is drawn *in addition* to the ``trials`` 
 Long runs: with ``store=DIR`` every finished pilot chunk and batch is saved atomically
 (:class:`~dpaudit.audit.store.ChunkStore`) and a restarted audit draws only what is not yet
 stored; batches whose worker process died are run again (at most ``WORKER_RETRIES`` times).
+On a PyTorch device (``device="cuda"``, ``"cpu"``; :mod:`dpaudit.audit.device`) the pilot,
+selection and evaluation streams are drawn, scored and counted there, in larger chunks, from
+torch generators seeded per ``(stream, chunk)`` the same way; the counts feed the same
+statistics.
+
 Runs beyond what the machine can do (:mod:`dpaudit.audit.limits`) are refused: trial counts and
 output sizes before anything is drawn, a run the pilot shows to be too slow before its selection.
 A mechanism that raises, or returns outputs of the wrong shape or NaN/infinite values, stops the
@@ -44,13 +49,15 @@ from joblib import Parallel, delayed
 from joblib.externals.loky.process_executor import TerminatedWorkerError
 from tqdm import tqdm
 
-from dpaudit._core.provenance import audit_metadata
+from dpaudit._core.device import check_device, torch_device
+from dpaudit._core.provenance import audit_metadata, versions
 from dpaudit._core.streams import STREAMS as _ALL_STREAMS
 from dpaudit._core.streams import chunk_generator
 from dpaudit._core.validation import check_choice, check_integer, check_n_jobs, check_probability
 from dpaudit.attacks.base import Attack
 from dpaudit.attacks.delta_leak import DeltaLeak
 from dpaudit.attacks.likelihood_ratio import LikelihoodRatio
+from dpaudit.audit import device as _device
 from dpaudit.audit.backends import on_dask, single_threaded
 from dpaudit.audit.grid import ScoreGrid
 from dpaudit.audit.limits import SMALLEST_CHUNK, check_duration, check_output_size, check_trials
@@ -485,14 +492,18 @@ def _fitted_attack(
     seed: int,
     trials: int,
     selection_trials: int,
+    device: str | None = None,
 ) -> tuple[Attack, int, int]:
     """The attack (the default one when ``None``), fitted on stream ``"fit"`` when it learns;
-    with the fit and pilot sample sizes of the overhead budget."""
+    with the fit and pilot sample sizes of the overhead budget. With a torch ``device`` an
+    attack without a device score is refused before it learns anything."""
     if attack is None:
         training = overhead_budget(trials, selection_trials)["training"]
         attack = _default_attack(mechanism, pair, probe, training)
     if not isinstance(attack, Attack):
         raise ValueError(f"attack must be a dpaudit Attack, got {type(attack).__name__}")
+    if device is not None:
+        _device.check_support(mechanism, attack, device)
     budget = overhead_budget(trials, selection_trials, attack.learns)
     fit_trials = budget["fit"] if attack.learns else 0
     if attack.learns:
@@ -608,6 +619,38 @@ def _fixed_counts(evaluation: _Tally, fixed: np.ndarray) -> np.ndarray:
     return np.stack([fp_sorted[rank], fn_sorted[rank]])
 
 
+def _open_device(
+    device: str, mechanism: Any, privacy_loss: bool, store: object, n_jobs: object
+) -> Any:
+    """The torch device of ``device``, once the options it cannot honour and a mechanism
+    without a device sampler are refused (one ``ValueError`` naming ``device`` each)."""
+    for name, used in (("privacy_loss=True", privacy_loss), ("store=", store is not None)):
+        if used:
+            raise ValueError(f"device={device!r} does not keep {name}; use device=None for it")
+    if n_jobs is not None:
+        raise ValueError(f"device={device!r} runs in this process: leave n_jobs=None")
+    _device.check_support(mechanism, None, device)
+    return torch_device(device)
+
+
+def _device_streams(
+    job: _Job,
+    target: Any,
+    selection_trials: int,
+    trials: int,
+    values_per_output: int,
+    bar: tqdm,
+) -> dict[str, _Tally]:
+    """Tally the selection and evaluation streams on a torch device."""
+    per_batch = _device.batch_chunks(target, job.chunk_size, values_per_output)
+    totals = {}
+    with bar:
+        for stream, total in (("selection", selection_trials), ("evaluation", trials)):
+            counts, fixed = _device.tally(job, target, stream, total, per_batch, bar)
+            totals[stream] = _Tally(counts, None, fixed)
+    return totals
+
+
 def audit(
     mechanism: Any,
     pair: NeighbouringPair | None = None,
@@ -625,6 +668,7 @@ def audit(
     progress: bool | None = None,
     store: str | os.PathLike[str] | None = None,
     privacy_loss: bool = False,
+    device: str | None = None,
 ) -> AuditResult:
     """Audit ``mechanism`` on a neighbouring pair by Monte Carlo.
 
@@ -683,6 +727,16 @@ def audit(
         ``pair`` (:class:`~dpaudit.attacks.LikelihoodRatio`). Off by default: the sums cost an
         exponential and two weighted counts per output (a Gaussian audit takes about a fifth
         longer with them, ``bench/bench_engine.py``) for a number no bound uses.
+    device:
+        Where the trials are drawn, scored and counted: ``None`` or ``"numpy"`` (default) on
+        this machine's cores with numpy; ``"cpu"``, ``"cuda"`` or ``"cuda:N"`` on that PyTorch
+        device (:mod:`dpaudit.audit.device`; needs the ``torch`` extra). A device runs only
+        mechanisms and attacks with a device path (Gaussian, Laplace, randomized response,
+        Poisson-subsampled Gaussian and Laplace, with the likelihood-ratio or threshold
+        attack), without ``privacy_loss``, ``store`` or
+        ``n_jobs``; anything else is refused with a ``ValueError``. Results on a device are
+        reproducible on that device and independent of its memory, but are not the numbers
+        of the numpy engine (other generators; the same law).
     """
     started = time.perf_counter()
     trials = check_trials("trials", trials)
@@ -701,19 +755,29 @@ def audit(
         raise ValueError(
             f"mechanism must offer sample(dataset, size, rng), got {type(mechanism).__name__}"
         )
+    device = check_device("device", device)
+    target = None
+    if device is not None:
+        target = _open_device(device, mechanism, privacy_loss, store, n_jobs)
     pair = _resolve_pair(mechanism, pair, attack)
 
     probe = _probe(mechanism, pair, seed)
     output_shape = tuple(int(n) for n in probe.shape[1:])
     values_per_output = max(1, int(np.prod(output_shape, dtype=np.int64)))
     if chunk_size is None:
-        chunk_size = default_chunk_size(values_per_output)
+        chunk_size = (
+            default_chunk_size(values_per_output)
+            if device is None
+            else _device.default_chunk_size(values_per_output)
+        )
     chunk_size = check_integer("chunk_size", chunk_size, minimum=1)
+    if device is not None:
+        _device.check_chunks(chunk_size, max(trials, selection_trials))
     default = attack is None
     if privacy_loss and attack is not None:
         _check_exact(attack, mechanism, pair)  # before fitting anything
     attack, fit_trials, pilot_trials = _fitted_attack(
-        mechanism, pair, attack, probe, seed, trials, selection_trials
+        mechanism, pair, attack, probe, seed, trials, selection_trials, device
     )
     exact = _is_exact(attack, mechanism, pair)
     if privacy_loss:
@@ -745,16 +809,32 @@ def audit(
             confidence=confidence,
         )
         chunk_store = ChunkStore(store, fingerprint)
-    job, n_jobs = _fix_grid(job, pilot_trials, bins, chunk_store, n_jobs, selection_trials + trials)
-    grid = job.grid
+    if target is None:
+        job, n_jobs = _fix_grid(
+            job, pilot_trials, bins, chunk_store, n_jobs, selection_trials + trials
+        )
+    else:
+        pilot = _device.pilot_scores(job, target, pilot_trials)
+        job = dataclasses.replace(job, grid=ScoreGrid.from_scores(pilot, bins=bins))
     bar = _progress_bar(progress, selection_trials + trials, mechanism)
-    totals = _run_streams(
-        job, selection_trials, trials, values_per_output, chunk_store, n_jobs, bar
-    )
+    if target is None:
+        totals = _run_streams(
+            job, selection_trials, trials, values_per_output, chunk_store, n_jobs, bar
+        )
+    else:
+        totals = _device_streams(job, target, selection_trials, trials, values_per_output, bar)
+    grid = job.grid
 
     evaluation = totals["evaluation"]
     metadata = audit_metadata(mechanism, pair, attack, exact)
     metadata["attack"]["default"] = default
+    if target is not None:
+        metadata["versions"] = versions(libraries=("numpy", "torch"))
+        metadata["random"]["bit_generator"] = (
+            "torch Philox" if target.type == "cuda" else "torch Mersenne Twister"
+        )
+        metadata["random"]["streams"] += "; torch generators seeded by chunk_seeds"
+        metadata["random"]["device"] = str(target)
     metadata["random"]["outputs_per_dataset"] = {
         "probe": int(probe.shape[0]),
         "fit": fit_trials,

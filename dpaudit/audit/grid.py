@@ -177,6 +177,20 @@ class ScoreGrid:
             np.exp(x, out=x)
         return index, x
 
+    def torch_locate(self, scores: Any) -> Any:
+        """The device twin of :meth:`locate` without weights: the bin index of every score of a
+        float64 tensor (no NaN), as an int64 tensor on its device, by the same arithmetic."""
+        top = self.edges.size
+        if not self.arithmetic:
+            import torch
+
+            edges = torch.as_tensor(self.edges, dtype=torch.float64, device=scores.device)
+            return torch.searchsorted(edges, scores, right=True)
+        inv = 1.0 / self.width
+        x = scores.mul(inv)
+        x += 1.0 - self.lo * inv
+        return x.clamp_(0.0, float(top)).long()
+
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         """Pickle arithmetic grids by their parameters, not their edges (sent with every batch)."""
         if self.arithmetic:

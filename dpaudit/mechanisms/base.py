@@ -11,13 +11,14 @@ from __future__ import annotations
 import math
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from dpaudit._core.device import has_twin
 from dpaudit._core.validation import (
     as_float_array,
     check_choice,
@@ -203,6 +204,20 @@ class Mechanism(ABC):
             log_q = np.asarray(self.log_density(d_prime, outputs), dtype=float)
             return log_q - np.asarray(self.log_density(d, outputs), dtype=float)
 
+    def torch_log_density_ratio(self, d: np.ndarray, d_prime: np.ndarray, outputs: Any) -> Any:
+        """The device twin of the default :meth:`log_density_ratio`: the difference of the two
+        ``torch_log_density`` (the device twin of :meth:`log_density`), as a float64 tensor."""
+        return self.torch_log_density(d_prime, outputs) - self.torch_log_density(d, outputs)
+
+    def ratio_on_device(self) -> bool:
+        """Whether :meth:`torch_log_density_ratio` is the device twin of the
+        :meth:`log_density_ratio` in use (and, for the default one, ``torch_log_density`` of
+        :meth:`log_density`): what the likelihood-ratio attack needs to score on a device."""
+        if not has_twin(self, "log_density_ratio", "torch_log_density_ratio"):
+            return False
+        default = type(self).log_density_ratio is Mechanism.log_density_ratio
+        return not default or has_twin(self, "log_density", "torch_log_density")
+
     def output_shape(self, dataset: np.ndarray) -> tuple[int, ...]:
         """Shape of one output on ``dataset`` (``sample`` returns ``(size,) + output_shape``).
 
@@ -213,6 +228,11 @@ class Mechanism(ABC):
     def params(self) -> dict[str, Any]:
         """The constructor parameters, JSON-ready (used in results and reports)."""
         return {}
+
+    def runs_on_device(self) -> bool:
+        """Whether the mechanism samples on a torch device: a ``torch_sample(dataset, sizes,
+        generators)`` defined in the class that defines :meth:`sample` (its device twin)."""
+        return has_twin(self, "sample", "torch_sample")
 
     @property
     def name(self) -> str:
@@ -362,6 +382,28 @@ class AdditiveNoiseMechanism(Mechanism):
         rng = check_rng(rng)
         total = self.query(dataset)
         return total + self.noise((size, *total.shape), rng)
+
+    def runs_on_device(self) -> bool:
+        """Whether :meth:`torch_sample` applies: the noise has its device twin ``torch_noise``
+        in the class that defines :meth:`noise`."""
+        return super().runs_on_device() and has_twin(self, "noise", "torch_noise")
+
+    def torch_sample(
+        self, dataset: np.ndarray, sizes: Sequence[int], generators: Sequence[Any]
+    ) -> Any:
+        """The device twin of :meth:`sample`: ``sum(sizes)`` outputs as one float64 tensor on the
+        generators' device, block ``i`` (``sizes[i]`` outputs) drawn from ``generators[i]``
+        alone, so that a block's values never depend on the blocks drawn with it."""
+        import torch
+
+        total = self.query(dataset)
+        device = generators[0].device
+        out = torch.empty((sum(sizes), *total.shape), dtype=torch.float64, device=device)
+        start = 0
+        for size, generator in zip(sizes, generators, strict=True):
+            self.torch_noise(out[start : start + size], generator)
+            start += size
+        return out.add_(torch.as_tensor(total, dtype=torch.float64, device=device))
 
     def log_density(self, dataset: np.ndarray, outputs: np.ndarray) -> np.ndarray:
         """Exact log density of each output: the noise log density at ``output - query``,

@@ -84,6 +84,21 @@ class Gaussian(AdditiveNoiseMechanism):
         score -= offset
         return score
 
+    def torch_log_density_ratio(self, d: np.ndarray, d_prime: np.ndarray, outputs: Any) -> Any:
+        """The device twin of :meth:`log_density_ratio` on a float64 tensor of outputs."""
+        import torch
+
+        a = self.query(d)
+        c = self.query(d_prime)
+        shift = (c - a) / self.sigma**2
+        offset = float(np.dot(np.ravel(a + c), np.ravel(shift))) / 2.0
+        if outputs.ndim == 1:
+            score = outputs * float(shift)
+        else:
+            weights = torch.as_tensor(np.ravel(shift), dtype=torch.float64, device=outputs.device)
+            score = outputs.reshape(outputs.shape[0], -1) @ weights
+        return score.sub_(offset)
+
     def _theories(self) -> dict[str, Callable[[], PrivacyProfile]]:
         """``exact`` (``G_mu``, DRS Theorem 1), ``pld``, ``rdp``."""
         return {
@@ -95,6 +110,16 @@ class Gaussian(AdditiveNoiseMechanism):
     def noise(self, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
         """``N(0, sigma^2)`` draws of the given shape."""
         return rng.normal(0.0, self.sigma, size=shape)
+
+    def torch_noise(self, out: Any, generator: Any) -> None:
+        """The device twin of :meth:`noise`: fill the float64 tensor ``out`` with
+        ``N(0, sigma^2)`` draws from ``generator`` (float64 throughout: float32 normals on CUDA
+        never go beyond about 6.7 sigma)."""
+        out.normal_(0.0, self.sigma, generator=generator)
+
+    def torch_noise_logpdf(self, z: Any) -> Any:
+        """The device twin of :meth:`noise_logpdf` on a float64 tensor."""
+        return (z / self.sigma).square_().mul_(-0.5).sub_(math.log(self.sigma) + _HALF_LOG_2PI)
 
     def noise_logpdf(self, z: np.ndarray) -> np.ndarray:
         """``log phi_sigma(z) = -z^2 / (2 sigma^2) - log(sigma) - log(2 pi) / 2``, elementwise."""

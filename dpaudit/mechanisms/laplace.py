@@ -76,10 +76,48 @@ class Laplace(AdditiveNoiseMechanism):
         """``Lap(0, scale)`` draws of the given shape."""
         return rng.laplace(0.0, self.scale, size=shape)
 
+    def torch_noise(self, out: Any, generator: Any) -> None:
+        """The device twin of :meth:`noise`: fill the float64 tensor ``out`` with
+        ``Lap(0, scale)`` draws from ``generator``, each the difference of two ``Exp(1)`` draws
+        ``-log1p(-u)`` (``u`` uniform on ``[0, 1)``, so both are finite) times ``scale``."""
+        import torch
+
+        u = torch.empty((2, *out.shape), dtype=torch.float64, device=out.device)
+        u.uniform_(generator=generator).neg_().log1p_()
+        torch.sub(u[1], u[0], out=out)
+        out.mul_(self.scale)
+
+    def torch_noise_logpdf(self, z: Any) -> Any:
+        """The device twin of :meth:`noise_logpdf` on a float64 tensor."""
+        return z.abs().div_(-self.scale).sub_(math.log(2.0) + math.log(self.scale))
+
     def noise_logpdf(self, z: np.ndarray) -> np.ndarray:
         """``log(exp(-|z|/b) / (2b)) = -|z|/b - log(2b)``, elementwise."""
         with np.errstate(over="ignore"):
             return -np.abs(z) / self.scale - (math.log(2.0) + math.log(self.scale))
+
+    def torch_log_density_ratio(self, d: np.ndarray, d_prime: np.ndarray, outputs: Any) -> Any:
+        """The device twin of :meth:`log_density_ratio` on a float64 tensor of outputs."""
+        import torch
+
+        a = self.query(d)
+        c = self.query(d_prime)
+
+        def tensor(x: np.ndarray) -> Any:
+            return torch.as_tensor(x, dtype=torch.float64, device=outputs.device)
+
+        width = np.abs(c - a)
+        per_coordinate = (
+            torch.clamp(
+                tensor(np.sign(c - a)) * (2.0 * outputs - tensor(a) - tensor(c)),
+                tensor(-width),
+                tensor(width),
+            )
+            / self.scale
+        )
+        if outputs.ndim == 1:
+            return per_coordinate
+        return per_coordinate.reshape(outputs.shape[0], -1).sum(dim=1)
 
     def log_density_ratio(
         self, d: np.ndarray, d_prime: np.ndarray, outputs: np.ndarray

@@ -11,7 +11,7 @@ differential privacy", Section 2.4).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -119,6 +119,41 @@ class RandomizedResponse(Mechanism):
         else:
             flipped = (x + rng.integers(1, self.k, size=(size, x.size))) % self.k
         return np.where(keep, x, flipped)
+
+    def torch_sample(
+        self, dataset: np.ndarray, sizes: Sequence[int], generators: Sequence[Any]
+    ) -> Any:
+        """The device twin of :meth:`sample`: ``sum(sizes)`` report vectors as one int64 tensor
+        on the generators' device, block ``i`` (``sizes[i]`` of them) drawn from
+        ``generators[i]`` alone."""
+        import torch
+
+        x = self._records(dataset)
+        device = generators[0].device
+        truth = torch.as_tensor(x, dtype=torch.int64, device=device)
+        out = torch.empty((sum(sizes), x.size), dtype=torch.int64, device=device)
+        start = 0
+        for size, generator in zip(sizes, generators, strict=True):
+            uniform = torch.empty((size, x.size), dtype=torch.float64, device=device)
+            keep = uniform.uniform_(generator=generator) < self.p_keep
+            if self.k == 2:
+                flipped = 1 - truth
+            else:
+                shift = torch.empty((size, x.size), dtype=torch.int64, device=device)
+                flipped = (truth + shift.random_(1, self.k, generator=generator)) % self.k
+            out[start : start + size] = torch.where(keep, truth, flipped)
+            start += size
+        return out
+
+    def torch_log_density(self, dataset: np.ndarray, outputs: Any) -> Any:
+        """The device twin of :meth:`log_density` on reports drawn by :meth:`torch_sample`
+        (categories in ``[0, k)``, so every report has positive mass): float64, ``(size,)``."""
+        import torch
+
+        x = self._records(dataset)
+        truth = torch.as_tensor(x, dtype=torch.int64, device=outputs.device)
+        matches = (outputs == truth).sum(dim=1).to(torch.float64)
+        return matches * self.log_p_keep + (x.size - matches) * self.log_p_other
 
     def log_density(self, dataset: np.ndarray, outputs: np.ndarray) -> np.ndarray:
         """Exact log probability of each report vector, shape ``(size,)``.

@@ -39,12 +39,13 @@ from __future__ import annotations
 
 import math
 from abc import abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 from scipy.special import betaln, gammaln, logsumexp
 
+from dpaudit._core.device import has_twin
 from dpaudit._core.validation import check_integer, check_probability
 from dpaudit.bounds import pld as pld_lib
 from dpaudit.bounds import tradeoff
@@ -597,6 +598,64 @@ class _Subsampled(Mechanism):
         sums = (included @ _flat(values)).reshape((size, *clipped.shape[1:]))
         return sums + self.base.noise(sums.shape, rng)
 
+    def runs_on_device(self) -> bool:
+        """Whether :meth:`torch_sample` applies: a sum query (not substitution) whose subsample
+        counts have a device twin (``_torch_draw``, Poisson only) and whose base noise, and its
+        log density, have theirs."""
+        base = self.base
+        return (
+            self.summed
+            and super().runs_on_device()
+            and has_twin(self, "_draw", "_torch_draw")
+            and base.runs_on_device()
+            and has_twin(base, "noise_logpdf", "torch_noise_logpdf")
+        )
+
+    def torch_sample(
+        self, dataset: np.ndarray, sizes: Sequence[int], generators: Sequence[Any]
+    ) -> Any:
+        """The device twin of :meth:`sample` for sum queries: ``sum(sizes)`` outputs as one
+        float64 tensor on the generators' device, block ``i`` drawn from ``generators[i]``
+        alone (its subsample counts, then its noise)."""
+        import torch
+
+        clipped = self._clipped(dataset)
+        values, counts = self._groups(clipped)
+        device = generators[0].device
+        flat_values = torch.as_tensor(_flat(values), dtype=torch.float64, device=device)
+        shape = clipped.shape[1:]
+        out = torch.empty((sum(sizes), *shape), dtype=torch.float64, device=device)
+        start = 0
+        for size, generator in zip(sizes, generators, strict=True):
+            included = self._torch_draw(counts, size, generator)
+            block = out[start : start + size]
+            self.base.torch_noise(block, generator)
+            block += (included @ flat_values).reshape((size, *shape))
+            start += size
+        return out
+
+    def torch_log_density(self, dataset: np.ndarray, outputs: Any) -> Any:
+        """The device twin of :meth:`log_density` for sum queries: the log of the mixture over
+        subsamples, float64 ``(size,)``, summed one component at a time around the running
+        largest term (memory of one component, stable far in the tails)."""
+        import torch
+
+        clipped = self._clipped(dataset)
+        means, log_w = self._mixture(*self._groups(clipped))
+        keep = np.isfinite(log_w)
+        flat_y = outputs.reshape(outputs.shape[0], -1)
+        top, total = None, None
+        for mean, weight in zip(_flat(means[keep]), log_w[keep], strict=True):
+            shift = torch.as_tensor(mean, dtype=torch.float64, device=outputs.device)
+            term = self.base.torch_noise_logpdf(flat_y - shift).sum(dim=1).add_(float(weight))
+            if top is None:
+                top, total = term, torch.ones_like(term)
+                continue
+            higher = torch.maximum(top, term)
+            total.mul_((top - higher).exp_()).add_((term - higher).exp_())
+            top = higher
+        return total.log_().add_(top)
+
     def log_density(self, dataset: np.ndarray, outputs: np.ndarray) -> np.ndarray:
         """Exact log density, shape ``(size,)``: the log of the mixture over subsamples,
         ``log sum_S P(S) p_noise(y - sum(S))``, summed around the largest term (stable far in
@@ -692,6 +751,15 @@ class PoissonSubsampled(_Subsampled):
     def _draw(self, counts: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
         """``K_j ~ Binomial(counts_j, q)`` independently: copies of value ``j`` included."""
         return rng.binomial(counts, self.rate, size=(size, counts.size))
+
+    def _torch_draw(self, counts: np.ndarray, size: int, generator: Any) -> Any:
+        """The device twin of :meth:`_draw`: float64 ``(size, J)`` binomial counts."""
+        import torch
+
+        device = generator.device
+        total = torch.as_tensor(counts, dtype=torch.float64, device=device).expand(size, -1)
+        rate = torch.full_like(total, self.rate)
+        return torch.binomial(total.contiguous(), rate, generator=generator)
 
     def _mixture(self, values: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Components ``K`` with weight ``prod_j C(c_j, K_j) q^K_j (1 - q)^(c_j - K_j)``."""
