@@ -51,7 +51,7 @@ def timed_audit(mechanism, trials: int, device: str | None, synchronize_device) 
     """One audit: (result, seconds, trials drawn per dataset)."""
     synchronize_device()
     started = time.perf_counter()
-    result = dpaudit.audit(
+    result = dpaudit.audit_mechanism(
         mechanism,
         trials=trials,
         seed=0,
@@ -68,11 +68,11 @@ def batch_independence(device: str, trials: int, chunk_size: int) -> None:
     """Counts of an audit with memory-sized batches and with one chunk per batch."""
     for mechanism in (Gaussian(1.0), RandomizedResponse(1.0, k=3)):
         kwargs = dict(trials=trials, seed=3, chunk_size=chunk_size, progress=False, device=device)
-        sized = dpaudit.audit(mechanism, **kwargs)
+        sized = dpaudit.audit_mechanism(mechanism, **kwargs)
         saved = device_engine.MEMORY_FRACTION, device_engine.CPU_BATCH_VALUES
         device_engine.MEMORY_FRACTION, device_engine.CPU_BATCH_VALUES = 0.0, 0
         try:
-            single = dpaudit.audit(mechanism, **kwargs)
+            single = dpaudit.audit_mechanism(mechanism, **kwargs)
         finally:
             device_engine.MEMORY_FRACTION, device_engine.CPU_BATCH_VALUES = saved
         same = np.array_equal(sized.counts, single.counts) and np.array_equal(
@@ -152,8 +152,8 @@ def main() -> None:
     def sync() -> None:
         synchronize(torch, target)
 
-    dpaudit.audit(mechanism, trials=10_000, seed=1, device=args.device, progress=False)
-    dpaudit.audit(mechanism, trials=10_000, seed=1, n_jobs=-1, progress=False)
+    dpaudit.audit_mechanism(mechanism, trials=10_000, seed=1, device=args.device, progress=False)
+    dpaudit.audit_mechanism(mechanism, trials=10_000, seed=1, n_jobs=-1, progress=False)
     subsampled = PoissonSubsampled(Gaussian(1.0), rate=0.01)
     for audited, counts in (
         (mechanism, (numpy_trials, trials)),

@@ -143,7 +143,7 @@ def _both_orders_check(forward, swapped, curve) -> str:
 
 def _audit(mechanism, pair, trials: int, n_jobs: int, save: str | None, label: str):
     started = time.perf_counter()
-    result = dpaudit.audit(
+    result = dpaudit.audit_mechanism(
         mechanism, pair, trials=trials, seed=0, n_jobs=n_jobs, chunk_size=CHUNK, progress=False
     )
     seconds = time.perf_counter() - started
@@ -227,7 +227,7 @@ def blackbox(trials: int, n_jobs: int) -> None:
     }
     for label, (mechanism, attack) in attacks.items():
         started = time.perf_counter()
-        result = dpaudit.audit(
+        result = dpaudit.audit_mechanism(
             mechanism, None, attack, trials=trials, seed=0, n_jobs=n_jobs, progress=False
         )
         seconds = time.perf_counter() - started

@@ -54,7 +54,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="runs per setting (best is kept)")
     args = parser.parse_args()
     mechanism = Gaussian(sigma=1.0, sensitivity=1.0)
-    dpaudit.audit(mechanism, trials=10_000, seed=1, n_jobs=2)  # start the worker pool
+    dpaudit.audit_mechanism(mechanism, trials=10_000, seed=1, n_jobs=2)  # start the worker pool
     best: dict[int, float] = {}
     results = {}
     raw = float("inf")
@@ -63,13 +63,13 @@ def main() -> None:
     for _ in range(args.repeat):
         for n_jobs in (1, 2):
             started = time.perf_counter()
-            results[n_jobs] = dpaudit.audit(
+            results[n_jobs] = dpaudit.audit_mechanism(
                 mechanism, trials=args.trials, seed=0, n_jobs=n_jobs, progress=False
             )
             elapsed = time.perf_counter() - started
             best[n_jobs] = min(best.get(n_jobs, float("inf")), elapsed)
         started = time.perf_counter()
-        dpaudit.audit(
+        dpaudit.audit_mechanism(
             mechanism, trials=args.trials, seed=0, n_jobs=1, progress=False, privacy_loss=True
         )
         with_loss = min(with_loss, time.perf_counter() - started)

@@ -24,7 +24,7 @@ import numpy as np
 from joblib import Parallel, delayed
 
 from dpaudit.audit.one_run import audit_one_run, simulate_one_run
-from dpaudit.bounds.gdp import gdp_epsilon
+from dpaudit.bounds.gaussian_dp import gdp_epsilon
 
 CONFIGS = {
     f"{label} {strategy}": (kwargs, strategy)

@@ -1,7 +1,8 @@
 """The automatic worker count against one worker, at audit sizes from ``10^4`` to ``10^6``.
 
-``dpaudit.audit(..., n_jobs=None)`` (the default) times the pilot sample and runs the audit in
-this process when it is predicted to be short, on every core when it is long. Printed per size:
+``dpaudit.audit_mechanism(..., n_jobs=None)`` (the default) times the pilot sample and runs the
+audit in this process when it is predicted to be short, on every core when it is long. Printed per
+size:
 the best wall-clock times with the default and with ``n_jobs=1``, their ratio (acceptance: the
 default is never slower by more than 10%) and whether the counts are identical. The two settings
 run in turns, at least ``--repeat`` times each and until each has had about half a second, so
@@ -35,7 +36,7 @@ def best_seconds(mechanism: object, trials: int, repeat: int) -> tuple[dict, dic
     while runs < repeat or min(spent.values()) < 0.5:
         for n_jobs in (None, 1):
             started = time.perf_counter()
-            results[n_jobs] = dpaudit.audit(
+            results[n_jobs] = dpaudit.audit_mechanism(
                 mechanism, trials=trials, seed=0, n_jobs=n_jobs, progress=False
             )
             elapsed = time.perf_counter() - started
@@ -50,7 +51,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5, help="runs per setting (best is kept)")
     args = parser.parse_args()
     print(f"cores available {os.cpu_count()}; parallel from {AUTO_PARALLEL_SECONDS} s predicted")
-    dpaudit.audit(Gaussian(1.0), trials=10_000, seed=1, n_jobs=2)  # start the worker pool
+    dpaudit.audit_mechanism(Gaussian(1.0), trials=10_000, seed=1, n_jobs=2)  # start the worker pool
     print(
         f"{'mechanism':38s} {'trials':>8s} {'default ms':>10s} {'1 worker ms':>11s} {'ratio':>6s}"
     )

@@ -15,7 +15,7 @@ import argparse
 import numpy as np
 
 from dpaudit.audit.scores import audit_scores
-from dpaudit.bounds.gdp import gdp_epsilon
+from dpaudit.bounds.gaussian_dp import gdp_epsilon
 
 STRATEGIES = ("auto", "holdout", "median", "bonferroni")
 

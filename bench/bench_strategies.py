@@ -126,7 +126,7 @@ def main() -> None:
             }
             ceiling = 0.0
             for seed in range(seeds):
-                result = dpaudit.audit(
+                result = dpaudit.audit_mechanism(
                     mechanism, attack=attack, trials=n, selection_trials=max(n // 4, 2), seed=seed
                 )
                 rows["default"].append(certified(result, "holdout", args.delta))

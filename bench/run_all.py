@@ -107,7 +107,7 @@ from bench_strategies import gaussian_sigma
 trials = int(sys.argv[1])
 mechanism = Gaussian(gaussian_sigma(1.0, 1e-5))
 started = time.perf_counter()
-result = dpaudit.audit(mechanism, trials=trials, seed=0, n_jobs=int(sys.argv[2]))
+result = dpaudit.audit_mechanism(mechanism, trials=trials, seed=0, n_jobs=int(sys.argv[2]))
 seconds = time.perf_counter() - started
 print(
     f"{seconds:.1f} s, eps(1e-5) lower bound {result.epsilon_lower_bound(1e-5):.4f} "

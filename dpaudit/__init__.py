@@ -5,15 +5,21 @@ the scores into an empirical trade-off curve with a confidence band, and compare
 theoretical f-DP, Renyi DP and (eps, delta) curves of the same mechanism.
 """
 
+from typing import TYPE_CHECKING
+
 from dpaudit import attacks, audit, bounds, mechanisms
 from dpaudit._core.provenance import __version__
 from dpaudit.audit.accountant import audit_accountant
+from dpaudit.audit.engine import audit_mechanism
 from dpaudit.audit.one_run import OneRunResult, audit_one_run, simulate_one_run
 from dpaudit.audit.result import AuditResult
 from dpaudit.audit.scores import audit_scores
 
-# ``dpaudit.audit`` is the sub-package of the engine, and calling it runs an audit
-# (``dpaudit.audit(mechanism, pair, attack, trials=...)``): see dpaudit._core.modules.
+if TYPE_CHECKING:  # imported on first use (below); named here for type checkers
+    from dpaudit import reports
+
+# ``dpaudit.audit`` is the sub-package of the engine; calling it is a deprecated spelling of
+# ``dpaudit.audit_mechanism`` (see dpaudit._core.modules).
 
 
 def __getattr__(name: str) -> object:
@@ -31,6 +37,7 @@ __all__ = [
     "attacks",
     "audit",
     "audit_accountant",
+    "audit_mechanism",
     "audit_one_run",
     "audit_scores",
     "OneRunResult",

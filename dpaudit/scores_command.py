@@ -129,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
     from dpaudit import reports
     from dpaudit.audit.one_run import audit_one_run
     from dpaudit.audit.scores import audit_scores
-    from dpaudit.bounds.gdp import gdp
+    from dpaudit.bounds.gaussian_dp import gdp
     from dpaudit.reports.one_run import write_one_run
 
     if args.claim_mu is not None and not (np.isfinite(args.claim_mu) and args.claim_mu > 0):

@@ -61,10 +61,10 @@ from dpaudit._core.validation import (
 from dpaudit.attacks.base import Attack
 from dpaudit.audit.accountant import AccountantAuditSpec
 from dpaudit.audit.device import check_support
-from dpaudit.audit.engine import audit
+from dpaudit.audit.engine import audit_mechanism
 from dpaudit.audit.limits import check_trials
 from dpaudit.audit.strategies import STRATEGIES
-from dpaudit.bounds.gdp import gdp
+from dpaudit.bounds.gaussian_dp import gdp
 from dpaudit.bounds.rdp import ApproxZCDP, RDPCurve
 from dpaudit.bounds.tradeoff import TradeoffCurve, approx_dp
 from dpaudit.mechanisms.base import METHOD_KINDS, Mechanism, NeighbouringPair
@@ -896,7 +896,7 @@ class AuditSpec:
 
         ``store`` is a directory that keeps finished batches, so that a rerun resumes.
         """
-        return audit(
+        return audit_mechanism(
             self.mechanism,
             self.pair,
             self.attack,

@@ -38,7 +38,7 @@ import numpy as np
 from dpaudit._core.streams import derived_seed
 from dpaudit._core.validation import check_integer, check_positive, check_probability
 from dpaudit.attacks.base import Attack
-from dpaudit.audit.engine import audit
+from dpaudit.audit.engine import audit_mechanism
 from dpaudit.audit.result import DEFAULT_DELTAS, claim_curve
 from dpaudit.audit.witness import Witness
 from dpaudit.mechanisms.base import NeighbouringPair
@@ -265,7 +265,7 @@ def assert_private(
         for index, pair in enumerate(tested):
             look_seed = derived_seed(seed, "assert_private_look", k, index)
             began = time.perf_counter()
-            result = audit(
+            result = audit_mechanism(
                 mechanism,
                 pair,
                 attack,

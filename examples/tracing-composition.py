@@ -39,16 +39,19 @@ def measure(dimensions: tuple[int, ...], seeds: int, trials: int, n_jobs: int) -
     for d in dimensions:
         for seed in range(seeds):
             mech = NoisyMean(d, N_RECORDS, sigma=SIGMA, seed=seed)
+            pair = mech.tracing_pair("fixed")
             attack = Tracing.for_game(mech, "fixed")
-            result = dpa.audit(mech, attack.pair, attack, trials=trials, seed=seed, n_jobs=n_jobs)
+            result = dpa.audit_mechanism(
+                mech, pair, attack, trials=trials, seed=seed, n_jobs=n_jobs
+            )
             ev = result.tradeoff
             rows.append(
                 {
                     "d": d,
                     "seed": seed,
                     "composed": mech.mu,
-                    "neyman_pearson": mech.pair_mu(attack.pair),
-                    "predicted": attack.predicted_mu(mech, attack.pair),
+                    "neyman_pearson": mech.pair_mu(pair),
+                    "predicted": attack.predicted_mu(mech, pair),
                     "mu_lower_bound": result.mu_lower_bound(),
                     "advantage": float(np.max(1.0 - ev.alpha - ev.beta)),
                 }

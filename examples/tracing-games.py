@@ -17,7 +17,7 @@ import argparse
 
 import dpaudit as dpa
 from dpaudit.attacks import Tracing
-from dpaudit.bounds.gdp import gdp
+from dpaudit.bounds.gaussian_dp import gdp
 from dpaudit.mechanisms import NoisyMean
 
 
@@ -34,12 +34,13 @@ def main() -> None:
     print(header + f" {'NP':>6} {'claim':>6} {'true':>6}  refuted")
     for d, game, calibration in cases:
         mech = NoisyMean(d, 100, mu=1.0, calibration=calibration, seed=args.seed)
+        pair = mech.tracing_pair(game)
         attack = Tracing.for_game(mech, game)
-        result = dpa.audit(
-            mech, attack.pair, attack, trials=args.trials, seed=args.seed, n_jobs=args.n_jobs
+        result = dpa.audit_mechanism(
+            mech, pair, attack, trials=args.trials, seed=args.seed, n_jobs=args.n_jobs
         )
         mu_lb = result.mu_lower_bound()
-        predicted = attack.predicted_mu(mech, attack.pair)
+        predicted = attack.predicted_mu(mech, pair)
         np_mu = mech.pair_mu(mech.tracing_pair("fixed"))
         refuted = result.violates(claim) is not None
         print(

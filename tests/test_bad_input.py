@@ -111,9 +111,9 @@ def test_trial_count_limit_is_derived_from_the_machine() -> None:
     assert limits.max_trials() == limits.FASTEST_VALUES_PER_SECOND * seconds * cores // 2
     assert limits.check_trials("trials", limits.max_trials()) == limits.max_trials()
     with pytest.raises(ValueError, match="trials = .* more than this machine can run"):
-        dpaudit.audit(Gaussian(1.0), trials=limits.max_trials() + 1)
+        dpaudit.audit_mechanism(Gaussian(1.0), trials=limits.max_trials() + 1)
     with pytest.raises(ValueError, match="selection_trials = "):
-        dpaudit.audit(Gaussian(1.0), trials=10, selection_trials=10**19)
+        dpaudit.audit_mechanism(Gaussian(1.0), trials=10, selection_trials=10**19)
 
 
 def test_composition_nested_30_deep_is_refused_before_drawing(tmp_path: Path) -> None:
@@ -141,7 +141,7 @@ def test_a_run_the_pilot_shows_too_slow_is_refused_before_selection(monkeypatch)
     limits.check_duration("m", 10**9, 1000, 1.0, 1)  # 11.6 days: within 30
     monkeypatch.setattr(limits, "_SECONDS", 1e-3)
     with pytest.raises(ValueError, match=r"would take about .* days here .*at most about"):
-        dpaudit.audit(Counting(1.0), trials=10**6, seed=0, chunk_size=4096)
+        dpaudit.audit_mechanism(Counting(1.0), trials=10**6, seed=0, chunk_size=4096)
     pilot = 10**6 // 4  # selection trials; the pilot is the first 2^16 of that much
     assert sum(calls) == 2 + 2 * min(pilot, 2**16)  # the probe and the pilot, nothing more
 
@@ -287,14 +287,14 @@ def test_interrupted_pilot_is_kept_and_not_drawn_again(tmp_path: Path) -> None:
         attack=dpaudit.attacks.Threshold(),  # learns nothing: no fit draws before the pilot
     )
     plain = _Interrupting()
-    reference = dpaudit.audit(plain, **args)
+    reference = dpaudit.audit_mechanism(plain, **args)
     with pytest.raises(KeyboardInterrupt):
         # Calls: output_shape and the probe, then D and D' of each pilot chunk; stop in chunk 2.
-        dpaudit.audit(_Interrupting(stop=2 + 2 * 2 + 1), store=tmp_path, **args)
+        dpaudit.audit_mechanism(_Interrupting(stop=2 + 2 * 2 + 1), store=tmp_path, **args)
     kept = sorted(p.name for p in tmp_path.glob("*.npz"))
     assert kept == ["pilot-000000000000.npz", "pilot-000000000001.npz"]
     resumed_mechanism = _Interrupting()
-    resumed = dpaudit.audit(resumed_mechanism, store=tmp_path, **args)
+    resumed = dpaudit.audit_mechanism(resumed_mechanism, store=tmp_path, **args)
     assert len(resumed_mechanism.calls) == len(plain.calls) - 4  # two pilot chunks, two sides
     out, ref = resumed.to_dict(), reference.to_dict()
     out.pop("elapsed_seconds"), ref.pop("elapsed_seconds")
@@ -367,6 +367,8 @@ def test_progress_into_a_log_file_has_no_carriage_returns(tmp_path: Path) -> Non
 
 
 def test_progress_bar_says_what_it_counts(capsys: pytest.CaptureFixture[str]) -> None:
-    dpaudit.audit(Gaussian(1.0), trials=20_000, selection_trials=10_000, seed=0, progress=True)
+    dpaudit.audit_mechanism(
+        Gaussian(1.0), trials=20_000, selection_trials=10_000, seed=0, progress=True
+    )
     last = capsys.readouterr().err.split("\r")[-1]
     assert "(selection + evaluation trials per dataset)" in last and "30.0k/30.0k" in last

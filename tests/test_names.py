@@ -1,9 +1,10 @@
-"""Names shared by a module and its main function: every import form works (callable modules,
-dpaudit._core.modules), and the deprecated trade-off names warn and still work."""
+"""Public names are plain functions and plain modules: the deprecated call of the engine's package
+warns and still works, and the deprecated trade-off names warn and still work."""
 
 from __future__ import annotations
 
 import importlib
+import inspect
 import types
 
 import numpy as np
@@ -13,44 +14,47 @@ import dpaudit as dpa
 from dpaudit._core.modules import CallableModule, make_callable
 
 
-def test_audit_is_the_package_and_runs_an_audit():
+def test_audit_is_a_plain_package_and_audit_mechanism_a_plain_function():
     import dpaudit.audit.grid as g
 
     assert isinstance(dpa.audit, types.ModuleType)
     assert g is importlib.import_module("dpaudit.audit.grid")
     assert dpa.audit.grid is g
+    assert isinstance(dpa.audit_mechanism, types.FunctionType)
+    assert dpa.audit_mechanism is dpa.audit.engine.audit_mechanism is dpa.audit.audit_mechanism
+    params = inspect.signature(dpa.audit_mechanism).parameters
+    assert list(params)[:3] == ["mechanism", "pair", "attack"] and "trials" in params
+
+
+def test_calling_the_package_is_deprecated_and_still_audits():
     mech = dpa.mechanisms.Gaussian(sigma=1.0)
     pair = mech.worst_case_pair()
-    via_package = dpa.audit(mech, pair, dpa.attacks.LikelihoodRatio(mech, pair), trials=2000)
-    via_function = dpa.audit.engine.audit(
-        mech, pair, dpa.attacks.LikelihoodRatio(mech, pair), trials=2000
-    )
-    assert via_package.epsilon_lower_bound(0.0) == via_function.epsilon_lower_bound(0.0)
+    attack = dpa.attacks.LikelihoodRatio(mech, pair)
+    with pytest.warns(DeprecationWarning, match="dpaudit.audit_mechanism"):
+        old = dpa.audit(mech, pair, attack, trials=2000)
+    new = dpa.audit_mechanism(mech, pair, attack, trials=2000)
+    assert old.epsilon_lower_bound(0.0) == new.epsilon_lower_bound(0.0)
 
 
-def test_audit_import_forms():
-    from dpaudit import audit
-    from dpaudit.audit import audit as audit_function
-    from dpaudit.audit.engine import audit as engine_audit
-
-    assert audit is dpa.audit
-    assert audit_function is engine_audit
-    assert callable(audit)
-
-
-def test_gdp_is_the_module_and_the_curve_constructor():
-    import dpaudit.bounds.gdp as module
+def test_gdp_is_a_plain_function_beside_its_module():
+    import dpaudit.bounds.gaussian_dp as module
     from dpaudit.bounds import gdp
-    from dpaudit.bounds.gdp import GDPTradeoff
-    from dpaudit.bounds.gdp import gdp as function
+    from dpaudit.bounds.gaussian_dp import GDPTradeoff
 
-    assert gdp is module is dpa.bounds.gdp
+    assert isinstance(gdp, types.FunctionType)
+    assert gdp is module.gdp is dpa.bounds.gdp
+    assert list(inspect.signature(gdp).parameters) == ["mu", "kind"]
     alpha = np.linspace(0.0, 1.0, 11)
-    for make in (gdp, module, function, dpa.bounds.gdp):
-        curve = make(1.0)
-        assert isinstance(curve, GDPTradeoff)
-        assert np.array_equal(curve(alpha), function(1.0)(alpha))
+    curve = gdp(1.0)
+    assert isinstance(curve, GDPTradeoff)
+    assert np.array_equal(curve(alpha), module.gdp(1.0)(alpha))
     assert module.gdp_mu is dpa.bounds.gdp_mu
+
+
+def test_the_package_ships_its_type_information():
+    from importlib import resources
+
+    assert resources.files("dpaudit").joinpath("py.typed").is_file()
 
 
 def test_make_callable_refuses_a_missing_function():
@@ -64,7 +68,8 @@ def test_make_callable_refuses_a_missing_function():
         module.main = lambda x: 2 * x
         make_callable(module.__name__, "main")
         assert isinstance(module, CallableModule)
-        assert module(21) == 42
+        with pytest.warns(DeprecationWarning, match="main"):
+            assert module(21) == 42
     finally:
         del sys.modules[module.__name__]
 

@@ -83,7 +83,7 @@ def test_reports_write_carries_a_blackbox_claim(tmp_path):
     claim = dpa.bounds.approx_dp(1.0, 0.0)
     box = dpa.mechanisms.BlackBox(release, claim=claim, dataset=[0.0], neighbour=[1.0])
     pair = box.worst_case_pair()
-    result = dpa.audit(box, pair, dpa.attacks.Threshold(), trials=4000, seed=0)
+    result = dpa.audit_mechanism(box, pair, dpa.attacks.Threshold(), trials=4000, seed=0)
     out = dpa.reports.write(result, tmp_path / "report")
     record = json.loads((out / "results.json").read_text())["audits"][0]
     assert record["verdict"] == "violated"

@@ -132,7 +132,9 @@ def test_false_alarm_rate_of_a_tight_true_claim_is_at_most_nominal():
             )
         except PrivacyViolation:
             failures += 1
-        w = dpa.audit(dpa.mechanisms.Laplace(1.0), trials=1024, seed=seed).epsilon_witness(0.0)
+        w = dpa.audit_mechanism(
+            dpa.mechanisms.Laplace(1.0), trials=1024, seed=seed
+        ).epsilon_witness(0.0)
         estimated += float(np.max(epsilon_from_errors(w["alpha"], w["beta"], 0.0))) > 1.0
 
     def cp_lower(k: int) -> float:

@@ -18,14 +18,14 @@ from dpaudit.audit.backends import backend, check_scheduler
 from dpaudit.audit.confidence import clopper_pearson_upper
 from dpaudit.audit.one_run import simulate_one_run
 from dpaudit.audit.store import ChunkStore
-from dpaudit.bounds.gdp import gdp, gdp_epsilon
+from dpaudit.bounds.gaussian_dp import gdp, gdp_epsilon
 from dpaudit.bounds.tradeoff import approx_dp, from_delta
 
 NAN, INF = math.nan, math.inf
 
 
 def _gaussian_audit(**kwargs):
-    return lambda: dpaudit.audit(mech.Gaussian(1.0), **{"trials": 1000, **kwargs})
+    return lambda: dpaudit.audit_mechanism(mech.Gaussian(1.0), **{"trials": 1000, **kwargs})
 
 
 # (label, call, text the message must contain)
@@ -84,12 +84,12 @@ CASES = [
     ("audit attack", _gaussian_audit(attack=3), "attack must be a dpaudit Attack, got int"),
     (
         "audit mechanism",
-        lambda: dpaudit.audit(3, trials=10),
+        lambda: dpaudit.audit_mechanism(3, trials=10),
         "mechanism must offer sample(dataset, size, rng)",
     ),
     (
         "audit NaN dataset",
-        lambda: dpaudit.audit(
+        lambda: dpaudit.audit_mechanism(
             mech.Gaussian(1.0), mech.NeighbouringPair(np.zeros(0), np.array([NAN])), trials=100
         ),
         "dataset must contain only finite numbers, got NaN or inf (pilot chunk 0, dataset D_prime)",

@@ -1,42 +1,44 @@
-"""Modules that are also their own main function.
+"""A package that can still be called, for one release, under the name of its old main function.
 
-Several public names of dpaudit are both a module and the function users call most:
-``dpaudit.audit`` is the sub-package of the engine *and* ``dpaudit.audit(mechanism, pair, ...)``;
-``dpaudit.bounds.gdp`` is the module of Gaussian DP *and* the curve constructor ``gdp(mu)``.
-Binding the function to the name would hide the module (``import dpaudit.audit.grid as g`` resolves
-attributes along the path and would find the function); binding the module would break the call.
+``dpaudit.audit`` is the sub-package of the engine; ``dpaudit.audit(mechanism, pair, ...)`` used
+to run an audit, which :func:`dpaudit.audit_mechanism` does now. A function and a module must not
+share a name (tooltips, ``help()`` and type checkers read the module), so the call is kept only as
+a deprecated spelling: the package's class is switched to :class:`CallableModule`, a
+:class:`types.ModuleType` whose ``__call__`` warns (``DeprecationWarning``) and delegates to the
+function named in ``__main_function__``. The module stays the module (sub-modules, attributes,
+``from m import f``)::
 
-One general design keeps both: the module object's class is switched to :class:`CallableModule`,
-a :class:`types.ModuleType` whose ``__call__`` delegates to the function named in
-``__main_function__``. The module stays the module (sub-modules, attributes, ``from m import f``)
-and calling it calls the function::
-
-    # at the end of the module (or package __init__) that owns ``name``
-    make_callable(__name__, "gdp")
-
-``import dpaudit.bounds.gdp as m``, ``from dpaudit.bounds import gdp`` and
-``from dpaudit.bounds.gdp import gdp`` then all work, and ``gdp(1.0)`` is the curve either way.
+    # at the end of the package __init__ that owned the call
+    make_callable(__name__, "audit_mechanism")
 """
 
 from __future__ import annotations
 
 import sys
 import types
+import warnings
 from typing import Any
 
 
 class CallableModule(types.ModuleType):
-    """A module that can be called: ``module(*args, **kwargs)`` is
-    ``module.<__main_function__>(*args, **kwargs)``."""
+    """A module that can be called: ``module(*args, **kwargs)`` warns that the call is
+    deprecated and returns ``module.<__main_function__>(*args, **kwargs)``."""
 
     __main_function__: str
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return getattr(self, self.__main_function__)(*args, **kwargs)
+        function = self.__main_function__
+        warnings.warn(
+            f"calling the module {self.__name__} is deprecated and will be removed in the next "
+            f"release; call {self.__name__.rsplit('.', 1)[0]}.{function} instead",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(self, function)(*args, **kwargs)
 
 
 def make_callable(module_name: str, function: str) -> None:
-    """Make the module ``module_name`` callable as its function ``function``.
+    """Make calling the module ``module_name`` a deprecated spelling of its function ``function``.
 
     Parameters
     ----------

@@ -152,7 +152,8 @@ class Tracing(Attack):
         references: int = 100,
     ) -> Tracing:
         """The attack of the tracing game on a :class:`~dpaudit.mechanisms.NoisyMean`, with the
-        game's pair as :attr:`pair` (audit it: ``audit(mechanism, attack.pair, attack, ...)``).
+        game's pair as :attr:`pair` (audit it:
+        ``audit_mechanism(mechanism, attack.pair, attack, ...)``).
 
         ``center``: ``"population"`` (the true ``p``), ``"learned"`` (estimated in :meth:`fit`)
         or ``"reference"`` (``references`` reference records of the mechanism's population,

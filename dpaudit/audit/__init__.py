@@ -1,10 +1,11 @@
 """The Monte Carlo engine, empirical trade-off curves, confidence bands, lower bounds, verdicts.
 
-``dpaudit.audit(mechanism, pair, attack, trials=...)`` (:func:`dpaudit.audit.engine.audit`)
-returns an :class:`~dpaudit.audit.result.AuditResult`. The package is callable: calling it calls
-:func:`dpaudit.audit.engine.audit`, so the package and its main function share one name without
-hiding each other (``import dpaudit.audit.grid as g`` works too; see
-:class:`dpaudit._core.modules.CallableModule`).
+The audit of a mechanism is :func:`dpaudit.audit_mechanism`
+(:func:`dpaudit.audit.engine.audit_mechanism`), beside :func:`dpaudit.audit_scores`,
+:func:`dpaudit.audit_one_run` and
+:func:`dpaudit.audit_accountant`; each returns a result object of this package. Calling the
+package itself, ``dpaudit.audit(mechanism, ...)``, still runs :func:`audit_mechanism` for one
+release and warns (:class:`dpaudit._core.modules.CallableModule`).
 """
 
 from dpaudit._core.modules import make_callable
@@ -15,7 +16,7 @@ from dpaudit.audit.confidence import (
     empirical_bernstein_radius,
 )
 from dpaudit.audit.empirical import EmpiricalTradeoff
-from dpaudit.audit.engine import audit
+from dpaudit.audit.engine import audit_mechanism
 from dpaudit.audit.grid import ScoreGrid
 from dpaudit.audit.lower_bounds import epsilon_from_errors, mu_from_errors, violation_margin
 from dpaudit.audit.pair_search import PairSearchResult, answer_pairs, record_pairs, search_pairs
@@ -33,7 +34,7 @@ __all__ = [
     "EmpiricalTradeoff",
     "PrivacyLossStatistics",
     "ScoreGrid",
-    "audit",
+    "audit_mechanism",
     "clopper_pearson_lower",
     "clopper_pearson_upper",
     "dkw_radius",
@@ -43,4 +44,4 @@ __all__ = [
     "violation_margin",
 ]
 
-make_callable(__name__, "audit")
+make_callable(__name__, "audit_mechanism")

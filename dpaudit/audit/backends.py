@@ -4,7 +4,7 @@ The engine hands its batches to ``joblib.Parallel``, so the backend is whatever
 :func:`joblib.parallel_config` selects; :func:`backend` selects it::
 
     with dpaudit.audit.backends.backend("dask", scheduler="tcp://10.0.0.1:8786"):
-        result = dpaudit.audit(mechanism, trials=10**10, n_jobs=-1)
+        result = dpaudit.audit_mechanism(mechanism, trials=10**10, n_jobs=-1)
 
 Backends (:data:`BACKENDS`):
 

@@ -15,7 +15,7 @@ from typing import Any
 from dpaudit._core.validation import check_integer
 from dpaudit.attacks.delta_leak import DeltaLeak
 from dpaudit.attacks.learned import Learned
-from dpaudit.audit.engine import audit
+from dpaudit.audit.engine import audit_mechanism
 from dpaudit.mechanisms.flawed import FLAWED, PUBLISHED, flawed
 
 __all__ = ["run_benchmark", "summarize_benchmark"]
@@ -88,7 +88,7 @@ def run_benchmark(
             train_trials=max(train_trials, mechanism.benchmark_train_trials),
             seed=seed,
         )
-        result = audit(
+        result = audit_mechanism(
             mechanism,
             pair,
             attack,

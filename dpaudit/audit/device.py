@@ -1,4 +1,5 @@
-"""The engine's draws, scores and counts on a PyTorch device (``audit(..., device="cuda")``).
+"""The engine's draws, scores and counts on a PyTorch device
+(``audit_mechanism(..., device="cuda")``).
 
 The audit is the same as on numpy (:mod:`dpaudit.audit.engine`): the same pilot, score grid,
 selection and evaluation streams and the same statistics; only where the trials are drawn and

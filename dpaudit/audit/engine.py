@@ -68,7 +68,7 @@ from dpaudit.audit.strategies import STRATEGIES, default_selection_trials
 from dpaudit.mechanisms.base import NeighbouringPair
 
 __all__ = [
-    "audit",
+    "audit_mechanism",
     "default_bins",
     "default_chunk_size",
     "chunk_generator",
@@ -651,7 +651,7 @@ def _device_streams(
     return totals
 
 
-def audit(
+def audit_mechanism(
     mechanism: Any,
     pair: NeighbouringPair | None = None,
     attack: Attack | None = None,

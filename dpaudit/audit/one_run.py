@@ -89,7 +89,7 @@ from dpaudit._core.validation import (
     check_nonnegative,
     check_probability,
 )
-from dpaudit.bounds.gdp import gdp_epsilon
+from dpaudit.bounds.gaussian_dp import gdp_epsilon
 from dpaudit.bounds.pld import poisson_subsampled_gaussian
 from dpaudit.bounds.tradeoff import TradeoffCurve
 

@@ -29,7 +29,7 @@ import numpy as np
 from dpaudit._core.streams import TAGS
 from dpaudit._core.validation import check_choice, check_integer, check_probability
 from dpaudit.attacks.base import Attack
-from dpaudit.audit.engine import audit
+from dpaudit.audit.engine import audit_mechanism
 from dpaudit.audit.result import AuditResult
 from dpaudit.mechanisms.base import RELATIONS, NeighbouringPair
 
@@ -302,7 +302,7 @@ def search_pairs(
 
     def run(pair: NeighbouringPair, **options: Any) -> AuditResult:
         fresh = None if attack is None else attack(pair)
-        return audit(mechanism, pair, fresh, n_jobs=n_jobs, **options, **audit_options)
+        return audit_mechanism(mechanism, pair, fresh, n_jobs=n_jobs, **options, **audit_options)
 
     seeds = _pilot_seeds(seed, len(pairs), finalists)
     pilot = np.empty(len(pairs))

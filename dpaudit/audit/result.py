@@ -39,7 +39,7 @@ from dpaudit.audit.strategies import (
     oracle_errors,
 )
 from dpaudit.audit.witness import Witness
-from dpaudit.bounds.gdp import GDPTradeoff
+from dpaudit.bounds.gaussian_dp import GDPTradeoff
 from dpaudit.bounds.tradeoff import TradeoffCurve
 from dpaudit.mechanisms.base import NeighbouringPair, PrivacyProfile
 

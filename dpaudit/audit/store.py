@@ -1,7 +1,8 @@
 """A resumable store of finished batches, so that a long audit never loses work.
 
-``dpaudit.audit(..., store=DIR)`` (and ``dpaudit run --store DIR``) saves the sums of every batch
-of chunks (see :mod:`dpaudit.audit.engine`) as soon as it is finished; an audit that is stopped
+``dpaudit.audit_mechanism(..., store=DIR)`` (and ``dpaudit run --store DIR``) saves the sums of
+every batch of chunks (see :mod:`dpaudit.audit.engine`) as soon as it is finished; an audit that is
+stopped
 at any moment, ``SIGKILL`` included, and started again with the same arguments and the same
 directory loads the saved batches and runs only the others. Since a batch's sums are stored
 exactly (``.npz``, int64 counts and float64 sums) and batches are summed in their fixed order,

@@ -7,11 +7,9 @@ Every object here can produce a trade-off curve (``.tradeoff()``) and a privacy 
     dpaudit.bounds.approx_dp(1.0, 1e-5)(alpha) # (eps, delta)-DP trade-off curve
     dpaudit.bounds.pld.poisson_subsampled_gaussian(1.1, rate=0.01).self_compose(1000).epsilon(1e-5)
 
-The sub-modules are ``tradeoff``, ``gdp``, ``pld``, ``rdp`` and ``composition``. The name
-``dpaudit.bounds.gdp`` is the module and, called, the curve constructor ``gdp(mu)`` (a callable
-module, :class:`dpaudit._core.modules.CallableModule`), so ``from dpaudit.bounds import gdp`` and
-``import dpaudit.bounds.gdp`` give the same object. This package imports nothing of dpaudit but
-the plumbing in :mod:`dpaudit._core`.
+The sub-modules are ``tradeoff``, ``gaussian_dp``, ``pld``, ``rdp`` and ``composition``;
+``dpaudit.bounds.gdp`` is the curve constructor ``gdp(mu)`` of ``gaussian_dp``, a plain function.
+This package imports nothing of dpaudit but the plumbing in :mod:`dpaudit._core`.
 
 Argument order: every function takes the mechanism's own parameters first (noise scale,
 ``sensitivity``, probability vectors, a base RDP curve) and the sampling ``rate`` as a
@@ -20,7 +18,7 @@ keyword-only argument (``rdp_poisson_subsampled_gaussian(sigma, rate=q)``,
 silently.
 """
 
-from dpaudit.bounds import composition, gdp, pld, rdp, tradeoff
+from dpaudit.bounds import composition, gaussian_dp, pld, rdp, tradeoff
 from dpaudit.bounds.composition import (
     AdvancedComposition,
     OptimalComposition,
@@ -30,11 +28,12 @@ from dpaudit.bounds.composition import (
     optimal_composition,
     zcdp_composition,
 )
-from dpaudit.bounds.gdp import (
+from dpaudit.bounds.gaussian_dp import (
     GDPTradeoff,
     berry_esseen,
     clt_mu_fixed,
     clt_mu_poisson,
+    gdp,
     gdp_clt,
     gdp_delta,
     gdp_epsilon,
@@ -79,6 +78,7 @@ __all__ = [
     "clt_mu_poisson",
     "compose",
     "composition",
+    "gaussian_dp",
     "from_delta",
     "from_discrete",
     "from_points",

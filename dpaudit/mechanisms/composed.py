@@ -21,7 +21,7 @@ from dpaudit._core.jsonvalues import to_json_value
 from dpaudit._core.validation import check_integer
 from dpaudit.bounds import pld as pld_lib
 from dpaudit.bounds.composition import AdvancedComposition, OptimalComposition
-from dpaudit.bounds.gdp import berry_esseen, gdp, gdp_clt
+from dpaudit.bounds.gaussian_dp import berry_esseen, gdp, gdp_clt
 from dpaudit.bounds.rdp import RDPCurve
 from dpaudit.mechanisms.base import (
     AdditiveNoiseMechanism,

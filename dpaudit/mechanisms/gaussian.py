@@ -17,7 +17,7 @@ import numpy as np
 
 from dpaudit._core.validation import check_positive
 from dpaudit.bounds import pld as pld_lib
-from dpaudit.bounds.gdp import gdp
+from dpaudit.bounds.gaussian_dp import gdp
 from dpaudit.bounds.rdp import RDPCurve, rdp_gaussian
 from dpaudit.mechanisms.base import (
     AdditiveNoiseMechanism,

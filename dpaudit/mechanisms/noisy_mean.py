@@ -54,7 +54,7 @@ from dpaudit._core.validation import (
     check_probability,
 )
 from dpaudit.bounds import pld as pld_lib
-from dpaudit.bounds.gdp import gdp_mu
+from dpaudit.bounds.gaussian_dp import gdp_mu
 from dpaudit.bounds.rdp import RDPCurve
 from dpaudit.mechanisms.base import (
     Mechanism,

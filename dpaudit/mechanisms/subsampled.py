@@ -50,7 +50,7 @@ from dpaudit._core.validation import check_integer, check_probability
 from dpaudit.bounds import pld as pld_lib
 from dpaudit.bounds import tradeoff
 from dpaudit.bounds.composition import amplify_by_subsampling
-from dpaudit.bounds.gdp import gdp
+from dpaudit.bounds.gaussian_dp import gdp
 from dpaudit.bounds.rdp import (
     DEFAULT_ORDERS,
     RDPCurve,

@@ -17,7 +17,7 @@ from dpaudit import accountants
 from dpaudit.accountants import AccountantUnavailable, claim, libraries
 from dpaudit.audit.accountant import audit_accountant
 from dpaudit.bounds.composition import OptimalComposition
-from dpaudit.bounds.gdp import gdp
+from dpaudit.bounds.gaussian_dp import gdp
 from tests.reference import rows
 
 M = dpa.mechanisms

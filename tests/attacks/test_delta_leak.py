@@ -5,7 +5,7 @@ import pytest
 
 import dpaudit
 from dpaudit.attacks import DeltaLeak, Learned, Threshold
-from dpaudit.bounds.gdp import gdp
+from dpaudit.bounds.gaussian_dp import gdp
 from dpaudit.bounds.tradeoff import approx_dp
 from dpaudit.mechanisms.blackbox import BlackBox
 from dpaudit.mechanisms.flawed import flawed
@@ -35,7 +35,7 @@ def test_delta_leaks_are_flagged_by_the_default_blackbox_attack(name):
     failure of this fixed-seed test far less likely than that."""
     claim = approx_dp(1.0, 1e-6)
     box = _as_blackbox(flawed(name, eps=1.0), claim)
-    result = dpaudit.audit(box, trials=2 * 10**6, seed=0)
+    result = dpaudit.audit_mechanism(box, trials=2 * 10**6, seed=0)
     assert result.metadata["attack"]["default"] is True
     assert result.attack.name.startswith("DeltaLeak(")
     assert result.epsilon_lower_bound(1e-6) >= 1.5
@@ -47,7 +47,7 @@ def test_without_events_the_smooth_score_alone_misses_the_rare_leak():
     events add): the event test is what pushes the bound above 1.5."""
     mechanism = flawed("laplace_rare_exact_answer", eps=1.0)
     box = _as_blackbox(mechanism, approx_dp(1.0, 1e-6))
-    result = dpaudit.audit(box, attack=Learned(), trials=2 * 10**6, seed=0)
+    result = dpaudit.audit_mechanism(box, attack=Learned(), trials=2 * 10**6, seed=0)
     assert result.epsilon_lower_bound(1e-6) < 1.5
 
 
@@ -88,7 +88,7 @@ def test_correct_mechanisms_are_never_flagged_over_100_seeds():
     for seed in range(100):
         fn, claim, d, d_prime = CORRECT[seed % len(CORRECT)]
         box = BlackBox(fn, claim, dataset=d, neighbour=d_prime)
-        result = dpaudit.audit(
+        result = dpaudit.audit_mechanism(
             box, trials=2000, selection_trials=2000, seed=seed, confidence=1 - 1e-4
         )
         assert result.attack.name.startswith("DeltaLeak(")
@@ -106,7 +106,7 @@ def test_the_coverage_test_can_fail():
         fn, claim, d, d_prime = CORRECT[seed % len(CORRECT)]
         low = gdp(0.6) if fn is _gaussian_vector else approx_dp(0.6, 0.0)
         box = BlackBox(fn, low, dataset=d, neighbour=d_prime)
-        result = dpaudit.audit(
+        result = dpaudit.audit_mechanism(
             box, trials=2000, selection_trials=2000, seed=seed, confidence=1 - 1e-4
         )
         flagged += result.violates(low) is not None
@@ -188,7 +188,9 @@ def test_foreign_calls_are_at_most_one_and_a_half_times_the_trials(attack, selec
         "delta_leak": DeltaLeak(mechanism=box, pair=pair, train_trials=2**17),
     }[attack]
     trials = 1000
-    result = dpaudit.audit(box, attack=chosen, trials=trials, selection_trials=selection, seed=0)
+    result = dpaudit.audit_mechanism(
+        box, attack=chosen, trials=trials, selection_trials=selection, seed=0
+    )
     outputs = result.metadata["random"]["outputs_per_dataset"]
     assert fn.calls <= 1.5 * 2 * (trials + result.selection_trials) + 2
     per_dataset = sum(v for k, v in outputs.items() if k != "probe")
@@ -204,7 +206,7 @@ def test_batching_is_detected_from_a_size_parameter():
 
     box = BlackBox(release, dataset=[0.0], neighbour=[1.0])
     assert box.vectorised is True
-    dpaudit.audit(box, trials=1000, seed=0)
+    dpaudit.audit_mechanism(box, trials=1000, seed=0)
     assert len(calls) < 40
     assert BlackBox(lambda d, rng: 0.0).vectorised is False
     assert BlackBox(release, vectorised=False).vectorised is False

@@ -200,8 +200,8 @@ def test_learned_equals_likelihood_ratio_on_randomized_response():
     # Discrete outputs: the learned ranking of the two reports is the exact one, so the audits
     # count the same events and report identical bounds.
     mech = RandomizedResponse(eps=1.0)
-    exact = dpaudit.audit(mech, attack=LikelihoodRatio(mech), trials=100_000, seed=4)
-    learned = dpaudit.audit(mech, attack=Learned(), trials=100_000, seed=4)
+    exact = dpaudit.audit_mechanism(mech, attack=LikelihoodRatio(mech), trials=100_000, seed=4)
+    learned = dpaudit.audit_mechanism(mech, attack=Learned(), trials=100_000, seed=4)
     assert learned.epsilon_lower_bound(0.0) == pytest.approx(exact.epsilon_lower_bound(0.0))
     assert learned.mu_lower_bound() == pytest.approx(exact.mu_lower_bound())
 
@@ -214,8 +214,8 @@ def test_blackbox_gaussian_matches_reference_gaussian_with_the_learned_attack():
 
     box = BlackBox(release, vectorised=True, dataset=[0.0], neighbour=[1.0])
     ref = Gaussian(1.0)
-    r_box = dpaudit.audit(box, attack=Learned(), trials=200_000, seed=8)
-    r_ref = dpaudit.audit(ref, ref.worst_case_pair(), Learned(), trials=200_000, seed=8)
+    r_box = dpaudit.audit_mechanism(box, attack=Learned(), trials=200_000, seed=8)
+    r_ref = dpaudit.audit_mechanism(ref, ref.worst_case_pair(), Learned(), trials=200_000, seed=8)
     for delta in (0.0, 1e-5):
         assert r_box.epsilon_lower_bound(delta) == pytest.approx(r_ref.epsilon_lower_bound(delta))
     assert r_box.mu_lower_bound() == pytest.approx(r_ref.mu_lower_bound())
@@ -225,8 +225,8 @@ def test_learned_attack_is_close_to_the_exact_likelihood_ratio_on_gaussian():
     # Same trials, two scores: the linear learned score induces the same tests as log q/p, so the
     # bounds differ only by the score grid and the holdout choice (observed gap < 0.02 in mu).
     ref = Gaussian(1.0)
-    exact = dpaudit.audit(ref, attack=LikelihoodRatio(ref), trials=400_000, seed=9)
-    learned = dpaudit.audit(ref, ref.worst_case_pair(), Learned(), trials=400_000, seed=9)
+    exact = dpaudit.audit_mechanism(ref, attack=LikelihoodRatio(ref), trials=400_000, seed=9)
+    learned = dpaudit.audit_mechanism(ref, ref.worst_case_pair(), Learned(), trials=400_000, seed=9)
     assert learned.mu_lower_bound() == pytest.approx(exact.mu_lower_bound(), abs=0.02)
     assert learned.epsilon_lower_bound(1e-5) == pytest.approx(
         exact.epsilon_lower_bound(1e-5), abs=0.15

@@ -115,7 +115,7 @@ def test_decreasing_loss_on_the_gaussian_mechanism_is_optimal(calibrated):
     # ratio, and the fitted normals share their variance, so both variants reach mu = 1
     mech = Gaussian(sigma=1.0)
     attack = MembershipInference(lambda y: -np.asarray(y), calibrated=calibrated)
-    result = dpa.audit(mech, None, attack, trials=50_000, seed=1)
+    result = dpa.audit_mechanism(mech, None, attack, trials=50_000, seed=1)
     assert result.mu_lower_bound() >= 0.9
     assert _strict(result).mu_lower_bound() <= 1.0
 
@@ -127,8 +127,8 @@ def test_calibration_separates_laws_that_share_a_mean():
     def identity(y: np.ndarray) -> np.ndarray:
         return np.asarray(y, dtype=float)
 
-    plain = dpa.audit(mech, pair, MembershipInference(identity), trials=50_000, seed=2)
-    calibrated = dpa.audit(
+    plain = dpa.audit_mechanism(mech, pair, MembershipInference(identity), trials=50_000, seed=2)
+    calibrated = dpa.audit_mechanism(
         mech, pair, MembershipInference(identity, calibrated=True), trials=50_000, seed=2
     )
     # Same mean, spreads 1 and 2: the plain score -y only sees the lower tail, the calibrated one
@@ -162,7 +162,7 @@ def test_noisy_mean_loss_follows_the_noncentral_chi_square(calibrated):
         for ds in (pair.d, pair.d_prime)
     ]
     attack = MembershipInference.for_mechanism(mech, pair, calibrated=calibrated)
-    result = dpa.audit(mech, pair, attack, trials=50_000, seed=4)
+    result = dpa.audit_mechanism(mech, pair, attack, trials=50_000, seed=4)
     w = _strict(result).mu_witness()
     if calibrated:
         coef = _quadratic_score(result.attack)

@@ -20,7 +20,7 @@ from scipy import stats
 import dpaudit as dpa
 from dpaudit import specs
 from dpaudit.attacks import Tracing
-from dpaudit.bounds.gdp import gdp
+from dpaudit.bounds.gaussian_dp import gdp
 from dpaudit.mechanisms import Gaussian, NeighbouringPair, NoisyMean
 
 VALIDITY = 0.999
@@ -138,7 +138,7 @@ def test_fresh_game_adds_the_sampling_variance_of_the_other_records():
 def test_fixed_game_audit_reaches_the_prediction(d):
     mech = NoisyMean(d, 100, mu=1.0)
     attack = Tracing.for_game(mech, "fixed")
-    result = dpa.audit(mech, attack.pair, attack, trials=100_000, seed=1)
+    result = dpa.audit_mechanism(mech, attack.pair, attack, trials=100_000, seed=1)
     predicted = attack.predicted_mu(mech, attack.pair)
     power, valid = _bounds(result)
     # the score's exact curve is G_predicted; at 1e5 trials the estimate's standard deviation is
@@ -153,7 +153,7 @@ def test_fresh_game_audit_is_weaker_and_follows_the_normal_approximation():
     mech = NoisyMean(50, 100, mu=1.0)
     fixed = Tracing.for_game(mech, "fixed")
     fresh = Tracing.for_game(mech, "fresh")
-    result = dpa.audit(mech, fresh.pair, fresh, trials=40_000, seed=2)
+    result = dpa.audit_mechanism(mech, fresh.pair, fresh, trials=40_000, seed=2)
     predicted = fresh.predicted_mu(mech, fresh.pair)
     power, valid = _bounds(result)
     # the prediction is the normal approximation of a sum of 50 independent bounded terms
@@ -168,7 +168,7 @@ def test_fresh_game_audit_is_weaker_and_follows_the_normal_approximation():
 def test_learned_and_reference_centres_in_an_audit(center):
     mech = NoisyMean(100, 100, mu=1.0)
     attack = Tracing.for_game(mech, "fixed", center=center, references=50)
-    result = dpa.audit(mech, attack.pair, attack, trials=50_000, seed=3)
+    result = dpa.audit_mechanism(mech, attack.pair, attack, trials=50_000, seed=3)
     assert result.fit_trials > 0 if center == "learned" else result.fit_trials == 0
     predicted = result.attack.predicted_mu(mech, attack.pair)
     power, valid = _bounds(result)
@@ -179,7 +179,7 @@ def test_swapped_order_with_the_replacement_as_target():
     mech = NoisyMean(100, 100, mu=1.0)
     pair = mech.tracing_pair("fixed").swapped()
     attack = Tracing(mech.replacement, mech.population)
-    result = dpa.audit(mech, pair, attack, trials=50_000, seed=4)
+    result = dpa.audit_mechanism(mech, pair, attack, trials=50_000, seed=4)
     predicted = attack.predicted_mu(mech, pair)
     power, valid = _bounds(result)
     assert predicted > 0
@@ -190,7 +190,7 @@ def test_under_noised_release_is_flagged():
     claim = gdp(1.0)
     bad = NoisyMean(100, 100, mu=1.0, calibration="coordinate")
     attack = Tracing.for_game(bad, "fixed")
-    result = dpa.audit(bad, attack.pair, attack, trials=20_000, seed=5)
+    result = dpa.audit_mechanism(bad, attack.pair, attack, trials=20_000, seed=5)
     for strictness in (result, dataclasses.replace(result, confidence=VALIDITY)):
         witness = strictness.violates(claim)
         assert witness is not None and witness["beta_upper"] < witness["claimed_beta"]
@@ -202,7 +202,7 @@ def test_tracing_on_a_one_dimensional_gaussian_release():
     # the statistic is linear in y: on Gaussian(sigma) with one record it is the optimal test
     mech = Gaussian(sigma=1.0)
     attack = Tracing([1.0], [0.0])
-    result = dpa.audit(mech, None, attack, trials=50_000, seed=6)
+    result = dpa.audit_mechanism(mech, None, attack, trials=50_000, seed=6)
     power, valid = _bounds(result)
     assert power >= 0.9 and valid <= 1.0
 

@@ -17,7 +17,7 @@ from tests.reference import rows
 
 
 def test_gaussian_mu_one_million_trials():
-    result = dpaudit.audit(Gaussian(sigma=1.0, sensitivity=1.0), trials=10**6, seed=0)
+    result = dpaudit.audit_mechanism(Gaussian(sigma=1.0, sensitivity=1.0), trials=10**6, seed=0)
     assert 0.99 <= result.mu_lower_bound() <= 1.0
 
 
@@ -25,7 +25,7 @@ def test_gaussian_mu_one_million_trials():
 def test_pure_dp_mechanisms_one_million_trials(mechanism):
     # Only the lower side for Laplace: its float64 outputs under D and D_prime differ in their
     # last bits (Mironov 2012), a real leak an audit may find, which can push eps above 1.
-    result = dpaudit.audit(mechanism, trials=10**6, seed=0)
+    result = dpaudit.audit_mechanism(mechanism, trials=10**6, seed=0)
     assert result.epsilon_lower_bound(0.0) >= 0.97
     if isinstance(mechanism, RandomizedResponse):
         assert result.epsilon_lower_bound(0.0) <= 1.0
@@ -38,14 +38,16 @@ def test_gaussian_eps_at_1e5_one_hundred_million_trials():
         for r in rows(item="1", setting="sigma=1.0", quantity="eps")
         if r["query"] == 1e-5
     ][0]
-    result = dpaudit.audit(Gaussian(1.0), trials=10**8, seed=0, n_jobs=2)
+    result = dpaudit.audit_mechanism(Gaussian(1.0), trials=10**8, seed=0, n_jobs=2)
     assert 0.90 * exact <= result.epsilon_lower_bound(1e-5) <= exact
 
 
 @pytest.mark.slow
 def test_subsampled_gaussian_composed_1000_times_meets_its_pld_curve():
     mechanism = Composed(PoissonSubsampled(Gaussian(1.0), rate=0.01), times=1000)
-    result = dpaudit.audit(mechanism, trials=10**6, selection_trials=100_000, seed=0, n_jobs=2)
+    result = dpaudit.audit_mechanism(
+        mechanism, trials=10**6, selection_trials=100_000, seed=0, n_jobs=2
+    )
     # The audit measures T(P, Q) of the worst-case pair in the order (D, D_prime): compare with
     # the PLD(P||Q) curve of that order (a valid lower bound on it, numerically tight).
     # mechanism.tradeoff() is the curve valid in both orders, lower than T(P, Q) in places.

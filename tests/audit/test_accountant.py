@@ -22,7 +22,7 @@ from dpaudit.audit.accountant import (
 )
 from dpaudit.audit.importance import log_conversion_factor, loss_tilt
 from dpaudit.bounds.composition import OptimalComposition
-from dpaudit.bounds.gdp import gdp
+from dpaudit.bounds.gaussian_dp import gdp
 from dpaudit.bounds.tradeoff import laplace_tradeoff as laplace_curve
 from tests.reference import rows
 

@@ -59,8 +59,8 @@ def test_invalid_backend_arguments():
 def test_local_backend_is_a_no_op():
     with backend("local") as client:
         assert client is None
-        result = dpaudit.audit(Gaussian(1.0), trials=5_000, seed=1)
-    assert _record(result) == _record(dpaudit.audit(Gaussian(1.0), trials=5_000, seed=1))
+        result = dpaudit.audit_mechanism(Gaussian(1.0), trials=5_000, seed=1)
+    assert _record(result) == _record(dpaudit.audit_mechanism(Gaussian(1.0), trials=5_000, seed=1))
 
 
 def test_dask_missing_is_a_clear_error(monkeypatch):
@@ -78,12 +78,14 @@ def test_local_cluster_with_two_workers_is_bit_identical_to_one_process(tmp_path
         (Gaussian(1.0), {"trials": 300_000, "seed": 7, "chunk_size": 4096}),
         (RandomizedResponse(1.0), {"trials": 100_000, "seed": 8}),
     ]
-    local = [_record(dpaudit.audit(m, n_jobs=1, **kw)) for m, kw in audits]
+    local = [_record(dpaudit.audit_mechanism(m, n_jobs=1, **kw)) for m, kw in audits]
     with backend("dask", n_workers=2) as client:
         assert len(client.scheduler_info()["workers"]) == 2
-        on_cluster = [_record(dpaudit.audit(m, n_jobs=-1, **kw)) for m, kw in audits]
+        on_cluster = [_record(dpaudit.audit_mechanism(m, n_jobs=-1, **kw)) for m, kw in audits]
         # The store works the same on the cluster: the driver saves what the workers return.
-        stored = _record(dpaudit.audit(*audits[0][:1], n_jobs=-1, store=tmp_path, **audits[0][1]))
+        stored = _record(
+            dpaudit.audit_mechanism(*audits[0][:1], n_jobs=-1, store=tmp_path, **audits[0][1])
+        )
     assert on_cluster == local
     assert stored == local[0]
 
@@ -132,11 +134,11 @@ def test_dask_workers_run_one_thread_each(monkeypatch):
         (environment,) = client.run(_worker_environment).values()
         assert environment == WORKER_THREAD_ENV
         counts = Parallel(n_jobs=-1)(delayed(single_threaded(_thread_counts))() for _ in range(2))
-        dpaudit.audit(Gaussian(1.0), trials=2_000, seed=1, n_jobs=-1)
+        dpaudit.audit_mechanism(Gaussian(1.0), trials=2_000, seed=1, n_jobs=-1)
     assert all(n == 1 for c in counts for n in c)
     assert wrapped == [engine._run_batch]
     assert not on_dask()
-    dpaudit.audit(Gaussian(1.0), trials=2_000, seed=1, n_jobs=-1)
+    dpaudit.audit_mechanism(Gaussian(1.0), trials=2_000, seed=1, n_jobs=-1)
     assert len(wrapped) == 1  # the local backend runs batches unwrapped
 
 

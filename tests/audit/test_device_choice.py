@@ -21,7 +21,7 @@ from dpaudit.mechanisms import Gaussian
 def test_numpy_device_never_imports_torch():
     code = (
         "import sys, dpaudit; from dpaudit.mechanisms import Gaussian; "
-        "dpaudit.audit(Gaussian(1.0), trials=1000, device='numpy'); "
+        "dpaudit.audit_mechanism(Gaussian(1.0), trials=1000, device='numpy'); "
         "print('torch' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -33,7 +33,7 @@ def test_bad_device_is_refused_naming_device(device):
     with pytest.raises(ValueError, match="device must be None, 'numpy', 'cpu', 'cuda'"):
         check_device("device", device)
     with pytest.raises(ValueError, match="device must be"):
-        dpaudit.audit(Gaussian(1.0), trials=1000, device=device)
+        dpaudit.audit_mechanism(Gaussian(1.0), trials=1000, device=device)
 
 
 def test_chunk_seeds_are_distinct_in_their_low_32_bits():
@@ -86,4 +86,4 @@ def test_specs_read_the_device():
 def test_missing_torch_is_refused_naming_device(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)  # import torch now fails, installed or not
     with pytest.raises(ValueError, match=r"^device='cuda' needs PyTorch: pip install"):
-        dpaudit.audit(Gaussian(1.0), trials=1000, device="cuda")
+        dpaudit.audit_mechanism(Gaussian(1.0), trials=1000, device="cuda")

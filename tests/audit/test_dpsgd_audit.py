@@ -51,7 +51,7 @@ def test_whitebox_dirac_canary_meets_the_pld_curve_poisson(order):
     )
     pair = mech.worst_case_pair()
     pair = pair if order == "forward" else pair.swapped()
-    result = dpaudit.audit(mech, pair, trials=20_000, seed=11, confidence=CONFIDENCE)
+    result = dpaudit.audit_mechanism(mech, pair, trials=20_000, seed=11, confidence=CONFIDENCE)
     assert _pld_inside_band(result, mech, order) > 500
     curve = mech.tradeoff("pld")
     witness = result.mu_witness()
@@ -75,7 +75,7 @@ def test_whitebox_dirac_canary_meets_the_pld_curve_fixed_size():
         sampling="fixed",
         observe="updates",
     )
-    result = dpaudit.audit(mech, trials=20_000, seed=12, confidence=CONFIDENCE)
+    result = dpaudit.audit_mechanism(mech, trials=20_000, seed=12, confidence=CONFIDENCE)
     assert result.pair.relation == "replace_one"
     assert _pld_inside_band(result, mech) > 500
     curve = mech.tradeoff("pld")
@@ -91,7 +91,7 @@ def test_gdp_central_limit_is_not_a_bound():
     mech = DPSGD(
         "logistic", ds.synthetic(n=200, dim=5), sigma=0.5, rate=0.01, steps=10, observe="updates"
     )
-    result = dpaudit.audit(mech, trials=200_000, seed=13, confidence=CONFIDENCE)
+    result = dpaudit.audit_mechanism(mech, trials=200_000, seed=13, confidence=CONFIDENCE)
     clt, pld = mech.tradeoff("gdp_clt"), mech.tradeoff("pld")
     assert clt.mu == pytest.approx(0.01 * np.sqrt(10 * np.expm1(4.0)))
     witness = result.violates(clt)
@@ -111,7 +111,9 @@ def test_blackbox_input_canary_on_the_final_model():
     )
     pair = mech.worst_case_pair()
     attack = MembershipInference.for_mechanism(mech, pair)
-    result = dpaudit.audit(mech, pair, attack, trials=5_000, seed=14, confidence=CONFIDENCE)
+    result = dpaudit.audit_mechanism(
+        mech, pair, attack, trials=5_000, seed=14, confidence=CONFIDENCE
+    )
     pld = mech.tradeoff("pld")
     assert result.violates(pld) is None
     mu = result.mu_lower_bound()
@@ -132,7 +134,7 @@ def test_whitebox_acceptance_setting(sampling):
     # 20k instead of 100k trials per dataset (bench/bench_dpsgd.py runs the full size)
     kwargs = {"rate": 0.01} if sampling == "poisson" else {"batch_size": 10}
     mech = DPSGD(sigma=1.0, steps=1000, observe="updates", sampling=sampling, **kwargs)
-    result = dpaudit.audit(
+    result = dpaudit.audit_mechanism(
         mech, trials=20_000, seed=21, confidence=CONFIDENCE, chunk_size=1024, n_jobs=2
     )
     assert _pld_inside_band(result, mech) > 500

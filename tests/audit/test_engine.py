@@ -79,8 +79,8 @@ def test_same_seed_is_bit_identical_for_one_and_two_workers():
     kwargs = dict(
         trials=120_000, seed=7, chunk_size=2048, selection_trials=20_000, privacy_loss=True
     )
-    one = dpaudit.audit(mech, n_jobs=1, **kwargs)
-    two = dpaudit.audit(mech, n_jobs=2, **kwargs)
+    one = dpaudit.audit_mechanism(mech, n_jobs=1, **kwargs)
+    two = dpaudit.audit_mechanism(mech, n_jobs=2, **kwargs)
     np.testing.assert_array_equal(one.counts, two.counts)
     np.testing.assert_array_equal(one.selection_counts, two.selection_counts)
     for key, value in one.privacy_loss.to_dict().items():
@@ -88,13 +88,13 @@ def test_same_seed_is_bit_identical_for_one_and_two_workers():
     assert one.epsilon_lower_bound(1e-5) == two.epsilon_lower_bound(1e-5)
     assert one.mu_lower_bound() == two.mu_lower_bound()
     assert one.delta_estimate(1.0) == two.delta_estimate(1.0)
-    other_seed = dpaudit.audit(mech, n_jobs=1, **{**kwargs, "seed": 8})
+    other_seed = dpaudit.audit_mechanism(mech, n_jobs=1, **{**kwargs, "seed": 8})
     assert not np.array_equal(one.counts, other_seed.counts)
 
 
 def test_counts_equal_a_replay_of_the_streams_in_any_chunk_order():
     mech = Gaussian(2.0)
-    result = dpaudit.audit(mech, trials=50_000, seed=3, chunk_size=4096, bins=512)
+    result = dpaudit.audit_mechanism(mech, trials=50_000, seed=3, chunk_size=4096, bins=512)
     attack = LikelihoodRatio(mech, result.pair)
     counts, _ = replay_counts(result, mech, attack, reverse=True)
     # Arithmetic binning may move a score lying on an edge (to rounding) by one bin.
@@ -107,7 +107,7 @@ def test_counts_equal_a_replay_of_the_streams_in_any_chunk_order():
 def test_fixed_thresholds_are_counted_exactly():
     mech = Gaussian(1.0)
     thresholds = [0.3, -0.2, 1.5]
-    result = dpaudit.audit(
+    result = dpaudit.audit_mechanism(
         mech, trials=20_000, seed=1, strategy="fixed", threshold=thresholds, chunk_size=3000
     )
     _, (s0, s1) = replay_counts(result, mech, LikelihoodRatio(mech, result.pair))
@@ -121,11 +121,11 @@ def test_fixed_thresholds_are_counted_exactly():
 
 
 def test_defaults_for_streams_grid_and_chunks():
-    result = dpaudit.audit(Gaussian(1.0), trials=1000, seed=0)
+    result = dpaudit.audit_mechanism(Gaussian(1.0), trials=1000, seed=0)
     # pilot + fit + training outputs are at most half of selection + evaluation (11,000)
     assert result.selection_trials == 10_000 and result.pilot_trials == 5500
     assert result.fit_trials == 0
-    big = dpaudit.audit(Gaussian(1.0), trials=400_000, seed=0)
+    big = dpaudit.audit_mechanism(Gaussian(1.0), trials=400_000, seed=0)
     assert big.selection_trials == 100_000 and big.pilot_trials == PILOT_TRIALS
     assert default_bins(1000) == 2**10 and default_bins(10**6) == 2**14
     assert default_bins(10**9) == 2**14
@@ -135,34 +135,38 @@ def test_defaults_for_streams_grid_and_chunks():
 
 
 def test_default_attack_is_the_likelihood_ratio_when_a_density_exists():
-    result = dpaudit.audit(RandomizedResponse(1.0), trials=2000, seed=0)
+    result = dpaudit.audit_mechanism(RandomizedResponse(1.0), trials=2000, seed=0)
     assert result.metadata["attack"]["class"] == "LikelihoodRatio"
     assert result.metadata["attack"]["exact_privacy_loss"] is True
     assert result.grid.kind == "lattice"
 
 
 def test_without_density_the_default_is_the_delta_leak_attack_for_any_output_shape():
-    result = dpaudit.audit(NoDensityShift(), trials=5000, seed=0)
+    result = dpaudit.audit_mechanism(NoDensityShift(), trials=5000, seed=0)
     assert result.metadata["attack"]["class"] == "DeltaLeak"
     assert result.metadata["attack"]["default"] is True
     assert result.privacy_loss is None
     with pytest.raises(ValueError, match="privacy_loss=True"):
         result.delta_estimate(0.5)
     with pytest.raises(ValueError, match="privacy_loss=True needs .* exact privacy loss"):
-        dpaudit.audit(NoDensityShift(), trials=100, seed=0, privacy_loss=True)
-    vector = dpaudit.audit(NoDensityShift(width=3), trials=2000, seed=0)
+        dpaudit.audit_mechanism(NoDensityShift(), trials=100, seed=0, privacy_loss=True)
+    vector = dpaudit.audit_mechanism(NoDensityShift(width=3), trials=2000, seed=0)
     assert vector.attack.name.startswith("DeltaLeak(Learned(")
-    explicit = dpaudit.audit(NoDensityShift(width=3), attack=Threshold(0), trials=2000, seed=0)
+    explicit = dpaudit.audit_mechanism(
+        NoDensityShift(width=3), attack=Threshold(0), trials=2000, seed=0
+    )
     assert explicit.metadata["attack"]["name"] == "Threshold(projection=0)"
 
 
 def test_likelihood_ratio_of_another_mechanism_is_not_an_exact_privacy_loss():
     audited = Gaussian(0.5)
     reference = Gaussian(1.0)
-    result = dpaudit.audit(audited, attack=LikelihoodRatio(reference), trials=2000, seed=0)
+    result = dpaudit.audit_mechanism(
+        audited, attack=LikelihoodRatio(reference), trials=2000, seed=0
+    )
     assert result.privacy_loss is None
     with pytest.raises(ValueError, match="privacy_loss=True needs"):
-        dpaudit.audit(
+        dpaudit.audit_mechanism(
             audited, attack=LikelihoodRatio(reference), trials=100, seed=0, privacy_loss=True
         )
     assert result.metadata["attack"]["exact_privacy_loss"] is False
@@ -173,7 +177,7 @@ def test_likelihood_ratio_of_another_mechanism_is_not_an_exact_privacy_loss():
 def test_learning_attacks_fit_on_their_own_sample():
     attack = SignLearner()
     pair = NeighbouringPair(np.array([1.0]), np.zeros(0))  # D_prime has the smaller mean
-    result = dpaudit.audit(NoDensityShift(), pair, attack, trials=3000, seed=2)
+    result = dpaudit.audit_mechanism(NoDensityShift(), pair, attack, trials=3000, seed=2)
     assert attack.sign == -1.0
     # half of the overhead budget 0.5 * (3000 + 10_000)
     assert attack.fit_sizes == (result.fit_trials, result.fit_trials) == (3250, 3250)
@@ -182,11 +186,11 @@ def test_learning_attacks_fit_on_their_own_sample():
 
 def test_nan_scores_are_refused():
     with pytest.raises(ValueError, match="NaN"):
-        dpaudit.audit(Gaussian(1.0), attack=NanAttack(), trials=100)
+        dpaudit.audit_mechanism(Gaussian(1.0), attack=NanAttack(), trials=100)
 
 
 def test_progress_bar_goes_to_stderr(capsys):
-    dpaudit.audit(Gaussian(1.0), trials=2000, seed=0, progress=True)
+    dpaudit.audit_mechanism(Gaussian(1.0), trials=2000, seed=0, progress=True)
     assert "trial" in capsys.readouterr().err
 
 
@@ -211,22 +215,21 @@ def test_progress_bar_goes_to_stderr(capsys):
 )
 def test_wrong_arguments_raise_naming_the_parameter(kwargs, message):
     with pytest.raises(ValueError, match=message):
-        dpaudit.audit(Gaussian(1.0), **kwargs)
+        dpaudit.audit_mechanism(Gaussian(1.0), **kwargs)
 
 
 def test_wrong_pair_and_attack_types_raise():
     with pytest.raises(ValueError, match="pair must be a NeighbouringPair"):
-        dpaudit.audit(Gaussian(1.0), pair=(0, 1), trials=10)
+        dpaudit.audit_mechanism(Gaussian(1.0), pair=(0, 1), trials=10)
     with pytest.raises(ValueError, match="attack must be a dpaudit Attack"):
-        dpaudit.audit(Gaussian(1.0), attack=lambda y: y, trials=10)
+        dpaudit.audit_mechanism(Gaussian(1.0), attack=lambda y: y, trials=10)
 
 
-def test_audit_is_both_the_function_and_the_subpackage():
-    from dpaudit.audit.engine import audit as engine_audit
+def test_audit_mechanism_is_the_engine_function_beside_its_subpackage():
+    from dpaudit.audit.engine import audit_mechanism as engine_audit
     from dpaudit.audit.result import AuditResult
 
-    assert dpaudit.audit.audit is engine_audit  # the package is callable (CallableModule)
-    assert callable(dpaudit.audit)
+    assert dpaudit.audit_mechanism is dpaudit.audit.audit_mechanism is engine_audit
     assert dpaudit.AuditResult is AuditResult
     from dpaudit.audit import grid
     from dpaudit.audit.empirical import EmpiricalTradeoff
@@ -239,15 +242,15 @@ def test_pair_defaults_to_the_attacks_own_pair():
     mech = Gaussian(1.0)
     swapped = mech.worst_case_pair().swapped()
     attack = LikelihoodRatio(mech, swapped)
-    result = dpaudit.audit(mech, attack=attack, trials=2000, seed=0, privacy_loss=True)
+    result = dpaudit.audit_mechanism(mech, attack=attack, trials=2000, seed=0, privacy_loss=True)
     np.testing.assert_array_equal(result.pair.d, swapped.d)
     assert result.privacy_loss is not None
-    default = dpaudit.audit(mech, trials=2000, seed=0)
+    default = dpaudit.audit_mechanism(mech, trials=2000, seed=0)
     assert default.pair.d.size == 0
     # The privacy-loss sums are kept only when asked for; the counts do not depend on it.
     assert default.privacy_loss is None
     assert default.metadata["attack"]["exact_privacy_loss"] is True
-    with_sums = dpaudit.audit(mech, trials=2000, seed=0, privacy_loss=True)
+    with_sums = dpaudit.audit_mechanism(mech, trials=2000, seed=0, privacy_loss=True)
     np.testing.assert_array_equal(default.counts, with_sums.counts)
 
 
@@ -256,7 +259,7 @@ def test_pair_defaults_to_the_attacks_own_pair():
     [Gaussian(1e-3), Gaussian(1e3), RandomizedResponse(30.0), RandomizedResponse(1e-6)],
 )
 def test_extreme_parameters_give_finite_monotone_numbers(mechanism):
-    result = dpaudit.audit(mechanism, trials=5000, seed=0, privacy_loss=True)
+    result = dpaudit.audit_mechanism(mechanism, trials=5000, seed=0, privacy_loss=True)
     bounds = [result.mu_lower_bound(), result.epsilon_lower_bound(0.0)]
     bounds.append(result.epsilon_lower_bound(1e-5))
     assert all(np.isfinite(b) and b >= 0 for b in bounds)
@@ -269,7 +272,7 @@ def test_extreme_parameters_give_finite_monotone_numbers(mechanism):
 
 
 def test_a_single_trial_gives_trivial_but_valid_answers():
-    result = dpaudit.audit(Gaussian(1.0), trials=1, seed=0, privacy_loss=True)
+    result = dpaudit.audit_mechanism(Gaussian(1.0), trials=1, seed=0, privacy_loss=True)
     assert result.mu_lower_bound() == 0.0 and result.epsilon_lower_bound(0.0) == 0.0
     out = result.delta_estimate(0.5)
     assert out["lower"] == 0.0 and out["upper"] == 1.0
@@ -282,14 +285,16 @@ def test_stores_name_the_privacy_loss_sums_only_when_kept(tmp_path):
     import json
 
     mech = Gaussian(1.0)
-    plain = dpaudit.audit(mech, trials=3000, seed=0, store=tmp_path / "plain")
+    plain = dpaudit.audit_mechanism(mech, trials=3000, seed=0, store=tmp_path / "plain")
     manifest = json.loads((tmp_path / "plain" / "manifest.json").read_text())
     assert manifest["attack"]["exact_privacy_loss"] is True
     assert "privacy_loss" not in manifest
-    sums = dpaudit.audit(mech, trials=3000, seed=0, store=tmp_path / "sums", privacy_loss=True)
+    sums = dpaudit.audit_mechanism(
+        mech, trials=3000, seed=0, store=tmp_path / "sums", privacy_loss=True
+    )
     manifest = json.loads((tmp_path / "sums" / "manifest.json").read_text())
     assert manifest["privacy_loss"] is True
-    again = dpaudit.audit(mech, trials=3000, seed=0, store=tmp_path / "plain")
+    again = dpaudit.audit_mechanism(mech, trials=3000, seed=0, store=tmp_path / "plain")
     np.testing.assert_array_equal(again.counts, plain.counts)
     np.testing.assert_array_equal(sums.counts, plain.counts)
 
@@ -302,4 +307,4 @@ def test_privacy_loss_without_an_exact_score_is_refused_before_any_fit():
             raise AssertionError("fit must not run")
 
     with pytest.raises(ValueError, match="privacy_loss=True needs"):
-        dpaudit.audit(Gaussian(1.0), attack=NeverFitted(), trials=100, privacy_loss=True)
+        dpaudit.audit_mechanism(Gaussian(1.0), attack=NeverFitted(), trials=100, privacy_loss=True)

@@ -8,7 +8,7 @@ import pytest
 from scipy import stats
 
 from dpaudit.audit.lower_bounds import epsilon_from_errors, mu_from_errors, violation_margin
-from dpaudit.bounds.gdp import gdp
+from dpaudit.bounds.gaussian_dp import gdp
 
 
 @pytest.mark.parametrize("eps, delta", [(0.5, 0.0), (1.0, 1e-3), (4.0, 1e-5)])

@@ -28,7 +28,7 @@ from dpaudit.audit.one_run import (
     steinke_epsilon,
     steinke_p_value,
 )
-from dpaudit.bounds.gdp import gdp_epsilon
+from dpaudit.bounds.gaussian_dp import gdp_epsilon
 
 
 def test_steinke_p_value_brute_force():

@@ -19,7 +19,7 @@ def test_laplace_bound_stays_below_eps0(strategy, swapped):
     pair = mech.worst_case_pair()
     pair = pair.swapped() if swapped else pair
     attack = dpa.attacks.LikelihoodRatio(mech, pair)
-    result = dpa.audit(
+    result = dpa.audit_mechanism(
         mech, pair, attack, trials=400_000, seed=0, strategy=strategy, progress=False
     )
     assert 0.9 <= result.epsilon_lower_bound(0.0) <= 1.0

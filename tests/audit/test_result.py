@@ -19,13 +19,13 @@ from dpaudit.audit.strategies import (
     holdout_choice,
     predicted_upper,
 )
-from dpaudit.bounds.gdp import gdp
+from dpaudit.bounds.gaussian_dp import gdp
 from dpaudit.mechanisms import Gaussian, Laplace, RandomizedResponse
 
 
 @pytest.fixture(scope="module")
 def gaussian_result():
-    return dpaudit.audit(Gaussian(1.0), trials=200_000, seed=0, privacy_loss=True)
+    return dpaudit.audit_mechanism(Gaussian(1.0), trials=200_000, seed=0, privacy_loss=True)
 
 
 def test_witness_numbers_are_consistent(gaussian_result):
@@ -163,7 +163,7 @@ def test_json_round_trip_keeps_every_count_array_of_a_fixed_audit():
     the two errors, so with equal sample sizes and FP = FN a load that swaps them went unseen:
     here FP != FN at every threshold, and a second record has 2x the trials under D_prime."""
     thresholds = [0.3, -0.2, 1.5]
-    r = dpaudit.audit(
+    r = dpaudit.audit_mechanism(
         Gaussian(1.0),
         trials=20_000,
         seed=1,
@@ -250,20 +250,20 @@ def test_witness_thresholds_do_not_move_when_only_the_evaluation_counts_change(
 
 def test_bonferroni_and_fixed_strategies():
     mech = RandomizedResponse(1.0)  # exact eps = 1; integer outputs
-    bonf = dpaudit.audit(mech, trials=100_000, seed=1, strategy="bonferroni")
+    bonf = dpaudit.audit_mechanism(mech, trials=100_000, seed=1, strategy="bonferroni")
     w = bonf.epsilon_witness(0.0)
     assert w["strategy"] == "bonferroni"
     assert w["candidates"] == bonf.candidates.size <= 2 * CANDIDATES_PER_SIDE
     assert w["gamma_per_bound"] == pytest.approx(0.05 / (2 * w["candidates"]))
     assert 0.9 < w["epsilon"] <= 1.0
-    fixed = dpaudit.audit(mech, trials=100_000, seed=1, strategy="fixed", threshold=0.0)
+    fixed = dpaudit.audit_mechanism(mech, trials=100_000, seed=1, strategy="fixed", threshold=0.0)
     w = fixed.epsilon_witness(0.0)
     assert w["threshold"] == 0.0 and w["candidates"] == 1
     assert 0.9 < w["epsilon"] <= 1.0
     again = AuditResult.from_json(fixed.to_json())
     assert again.epsilon_lower_bound(0.0) == fixed.epsilon_lower_bound(0.0)
     # Continuous scores: Bonferroni over the candidates of a Laplace audit.
-    laplace = dpaudit.audit(Laplace(1.0), trials=100_000, seed=1, strategy="bonferroni")
+    laplace = dpaudit.audit_mechanism(Laplace(1.0), trials=100_000, seed=1, strategy="bonferroni")
     assert laplace.epsilon_lower_bound(0.0) > 0.9
 
 
@@ -282,8 +282,10 @@ def test_both_orders_of_the_pair(mechanism):
     # Laplace pair the audit also finds the floating-point leak of the implementation (outputs
     # 1 + z and z differ in their last bits), which legitimately pushes eps far above 1.
     pair = mechanism.worst_case_pair()
-    forward = dpaudit.audit(mechanism, pair, trials=200_000, seed=4, privacy_loss=True)
-    backward = dpaudit.audit(mechanism, pair.swapped(), trials=200_000, seed=5, privacy_loss=True)
+    forward = dpaudit.audit_mechanism(mechanism, pair, trials=200_000, seed=4, privacy_loss=True)
+    backward = dpaudit.audit_mechanism(
+        mechanism, pair.swapped(), trials=200_000, seed=5, privacy_loss=True
+    )
     for result in (forward, backward):
         assert result.mu_lower_bound() > 0.95
         assert result.epsilon_lower_bound(1e-5) > (0.95 if isinstance(mechanism, Laplace) else 2.5)
@@ -297,6 +299,6 @@ def test_numpy_parameters_are_written_as_plain_json():
         def params(self):
             return {"sigma": np.float64(self.sigma), "copies": np.int64(2), "w": np.ones(2)}
 
-    result = dpaudit.audit(NumpyParams(1.0), trials=1000, seed=0)
+    result = dpaudit.audit_mechanism(NumpyParams(1.0), trials=1000, seed=0)
     again = AuditResult.from_json(result.to_json())
     assert again.metadata["mechanism"]["params"] == {"sigma": 1.0, "copies": 2, "w": [1.0, 1.0]}

@@ -7,7 +7,7 @@ from scipy.stats import beta, norm
 import dpaudit as dpa
 from dpaudit.audit.lower_bounds import epsilon_from_errors
 from dpaudit.audit.scores import audit_scores, split_scores
-from dpaudit.bounds.gdp import gdp_epsilon
+from dpaudit.bounds.gaussian_dp import gdp_epsilon
 
 
 @pytest.mark.parametrize("strategy", ["bonferroni", "holdout", "holdout+band"])

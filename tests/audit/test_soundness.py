@@ -51,7 +51,7 @@ def run(mechanism, strategy):
     kwargs = dict(trials=2000, selection_trials=2000, strategy=strategy)
     if strategy == "fixed":
         kwargs["threshold"] = THRESHOLDS[type(mechanism).__name__]
-    return [dpaudit.audit(mechanism, seed=seed, **kwargs) for seed in range(AUDITS)]
+    return [dpaudit.audit_mechanism(mechanism, seed=seed, **kwargs) for seed in range(AUDITS)]
 
 
 def point_errors(result) -> tuple[np.ndarray, np.ndarray]:

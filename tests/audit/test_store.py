@@ -142,24 +142,26 @@ def test_damaged_batch_and_pilot_files_are_reported_removed_and_left_out(tmp_pat
 
 def test_audit_with_store_equals_audit_without(tmp_path):
     m = Gaussian(1.0)
-    plain = dpaudit.audit(m, trials=200_000, seed=4)
-    first = dpaudit.audit(m, trials=200_000, seed=4, store=tmp_path)
+    plain = dpaudit.audit_mechanism(m, trials=200_000, seed=4)
+    first = dpaudit.audit_mechanism(m, trials=200_000, seed=4, store=tmp_path)
     stored = {p.name for p in tmp_path.glob("*.npz")}
     assert stored and any(n.startswith("selection-") for n in stored)
     assert any(n.startswith("evaluation-") for n in stored)
-    again = dpaudit.audit(m, trials=200_000, seed=4, store=tmp_path)
+    again = dpaudit.audit_mechanism(m, trials=200_000, seed=4, store=tmp_path)
     assert _record(first) == _record(plain) == _record(again)
     assert {p.name for p in tmp_path.glob("*.npz")} == stored
 
 
 def test_partial_store_resumes_identically(tmp_path):
     m = Gaussian(1.0)
-    plain = dpaudit.audit(m, trials=300_000, seed=9, chunk_size=4096)
-    dpaudit.audit(m, trials=300_000, seed=9, chunk_size=4096, store=tmp_path)
+    plain = dpaudit.audit_mechanism(m, trials=300_000, seed=9, chunk_size=4096)
+    dpaudit.audit_mechanism(m, trials=300_000, seed=9, chunk_size=4096, store=tmp_path)
     files = sorted(tmp_path.glob("*.npz"))
     for path in files[::2]:  # drop every other finished batch: those are recomputed
         path.unlink()
-    resumed = dpaudit.audit(m, trials=300_000, seed=9, chunk_size=4096, store=tmp_path, n_jobs=2)
+    resumed = dpaudit.audit_mechanism(
+        m, trials=300_000, seed=9, chunk_size=4096, store=tmp_path, n_jobs=2
+    )
     assert _record(resumed) == _record(plain)
     assert sorted(tmp_path.glob("*.npz")) == files
 
@@ -170,10 +172,10 @@ def test_partial_store_resumes_identically(tmp_path):
 )
 def test_store_of_another_audit_is_refused(tmp_path, change, field):
     m = Gaussian(1.0)
-    dpaudit.audit(m, trials=100_000, seed=4, chunk_size=1024, store=tmp_path)
+    dpaudit.audit_mechanism(m, trials=100_000, seed=4, chunk_size=1024, store=tmp_path)
     args = {"trials": 100_000, "seed": 4, "chunk_size": 1024, **change}
     with pytest.raises(ValueError, match=f"different audit \\(differs in: .*{field}"):
-        dpaudit.audit(m, store=tmp_path, **args)
+        dpaudit.audit_mechanism(m, store=tmp_path, **args)
 
 
 def test_store_of_a_fixed_audit_with_other_thresholds_is_refused(tmp_path):
@@ -183,23 +185,23 @@ def test_store_of_a_fixed_audit_with_other_thresholds_is_refused(tmp_path):
     stored sums serve and the counts follow the new order, as without a store."""
     m = Gaussian(1.0)
     args = {"trials": 20_000, "seed": 4, "strategy": "fixed"}
-    first = dpaudit.audit(m, threshold=[0.5, 1.0], store=tmp_path, **args)
-    again = dpaudit.audit(m, threshold=[1.0, 0.5], store=tmp_path, **args)
-    plain = dpaudit.audit(m, threshold=[1.0, 0.5], **args)
+    first = dpaudit.audit_mechanism(m, threshold=[0.5, 1.0], store=tmp_path, **args)
+    again = dpaudit.audit_mechanism(m, threshold=[1.0, 0.5], store=tmp_path, **args)
+    plain = dpaudit.audit_mechanism(m, threshold=[1.0, 0.5], **args)
     assert np.array_equal(again.fixed_counts, plain.fixed_counts)
     assert np.array_equal(again.fixed_counts, first.fixed_counts[:, ::-1])
     with pytest.raises(ValueError, match=r"different audit \(differs in: threshold\)"):
-        dpaudit.audit(m, threshold=[0.0, 2.0], store=tmp_path, **args)
+        dpaudit.audit_mechanism(m, threshold=[0.0, 2.0], store=tmp_path, **args)
     with pytest.raises(ValueError, match=r"different audit \(differs in: threshold\)"):
-        dpaudit.audit(m, threshold=[0.5, 1.0 + 1e-12], store=tmp_path, **args)
+        dpaudit.audit_mechanism(m, threshold=[0.5, 1.0 + 1e-12], store=tmp_path, **args)
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["threshold"] == [0.5, 1.0]
 
 
 def test_store_of_another_mechanism_is_refused(tmp_path):
-    dpaudit.audit(Gaussian(1.0), trials=20_000, seed=4, store=tmp_path)
+    dpaudit.audit_mechanism(Gaussian(1.0), trials=20_000, seed=4, store=tmp_path)
     with pytest.raises(ValueError, match="different audit"):
-        dpaudit.audit(Gaussian(1.5), trials=20_000, seed=4, store=tmp_path)
+        dpaudit.audit_mechanism(Gaussian(1.5), trials=20_000, seed=4, store=tmp_path)
 
 
 class Failing(Mechanism):
@@ -241,7 +243,7 @@ class Failing(Mechanism):
 def test_misbehaving_mechanism_stops_with_named_chunk(problem, message):
     # 2^15 + 1000 evaluation trials in chunks of 2^12: chunk 8 is the short one.
     with pytest.raises(ValueError, match=message) as info:
-        dpaudit.audit(
+        dpaudit.audit_mechanism(
             Failing(problem), trials=2**15 + 1000, seed=1, chunk_size=2**12, selection_trials=4096
         )
     text = str(info.value)
@@ -294,9 +296,11 @@ class DiesOnce(Gaussian):
 def test_dead_worker_is_replaced_and_its_batch_rerun(tmp_path):
     marker = str(tmp_path / "died")
     store = tmp_path / "store"
-    survived = dpaudit.audit(DiesOnce(marker), trials=200_000, seed=2, n_jobs=2, store=store)
+    survived = dpaudit.audit_mechanism(
+        DiesOnce(marker), trials=200_000, seed=2, n_jobs=2, store=store
+    )
     assert os.path.exists(marker)  # a worker did die
-    plain = dpaudit.audit(DiesOnce(marker), trials=200_000, seed=2, n_jobs=1)
+    plain = dpaudit.audit_mechanism(DiesOnce(marker), trials=200_000, seed=2, n_jobs=1)
     assert _record(survived) == _record(plain)
 
 
@@ -317,7 +321,7 @@ _SCRIPT = textwrap.dedent(
 
     if __name__ == "__main__":
         store = None if sys.argv[2] == "-" else sys.argv[2]
-        result = dpaudit.audit(
+        result = dpaudit.audit_mechanism(
             SlowGaussian(1.0), trials=200_000, seed=21, chunk_size=2048, n_jobs=2, store=store
         )
         out = result.to_dict()

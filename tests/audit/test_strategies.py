@@ -44,7 +44,7 @@ ALLOWED = int(0.05 * AUDITS)
 
 def _audits(mechanism, trials: int, selection: int) -> list:
     return [
-        dpaudit.audit(mechanism, trials=trials, selection_trials=selection, seed=seed)
+        dpaudit.audit_mechanism(mechanism, trials=trials, selection_trials=selection, seed=seed)
         for seed in range(AUDITS)
     ]
 
@@ -156,7 +156,7 @@ def test_reserve_and_holdout_are_read_at_their_shares_of_gamma():
     from the reserve, the mu bound from the holdout. Reading either at the full gamma passes
     the coverage tests but fails here."""
     gamma = 1 - 0.95
-    r = dpaudit.audit(Gaussian(1.0), trials=1000, selection_trials=250, seed=3)
+    r = dpaudit.audit_mechanism(Gaussian(1.0), trials=1000, selection_trials=250, seed=3)
     sel = r.selection_tradeoff
     k = bonferroni_candidates(sel.fp, sel.fn, 250, 250, SMALL_CANDIDATES_PER_SIDE).size
     eps = r.epsilon_witness(0.0)
@@ -285,7 +285,7 @@ def test_ceiling_errors_is_clopper_pearson_at_zero_counts(n0, n1):
 
 def test_perfect_attack_attains_the_ceiling():
     """Outputs that never overlap: zero errors at the chosen threshold, so bound = ceiling."""
-    r = dpaudit.audit(Gaussian(1e-3), trials=2000, seed=0)
+    r = dpaudit.audit_mechanism(Gaussian(1e-3), trials=2000, seed=0)
     for delta in (0.0, 1e-5):
         assert r.epsilon_lower_bound(delta) == pytest.approx(r.epsilon_ceiling(delta), rel=1e-12)
     assert r.mu_lower_bound() == pytest.approx(r.mu_ceiling(), rel=1e-12)
@@ -294,7 +294,7 @@ def test_perfect_attack_attains_the_ceiling():
 
 
 def test_bounds_never_exceed_the_ceilings():
-    r = dpaudit.audit(Gaussian(1.0), trials=10**4, seed=3)
+    r = dpaudit.audit_mechanism(Gaussian(1.0), trials=10**4, seed=3)
     assert r.epsilon_lower_bound(1e-5) <= r.epsilon_ceiling(1e-5)
     assert r.mu_lower_bound() <= r.mu_ceiling()
     assert r.mu_ceiling("oracle") <= r.mu_ceiling()
@@ -313,7 +313,7 @@ def test_oracle_ceiling_matches_brute_force_on_the_gaussian():
 
 
 def test_oracle_ceiling_needs_a_trade_off_curve():
-    r = dpaudit.AuditResult.from_json(dpaudit.audit(Gaussian(1.0), trials=1000).to_json())
+    r = dpaudit.AuditResult.from_json(dpaudit.audit_mechanism(Gaussian(1.0), trials=1000).to_json())
     with pytest.raises(ValueError, match="trade-off curve"):
         r.epsilon_ceiling(0.0, kind="oracle")
     with pytest.raises(ValueError, match="kind"):
@@ -328,13 +328,13 @@ def test_auto_n_jobs():
 
 def test_default_n_jobs_gives_identical_counts(monkeypatch):
     results = [
-        dpaudit.audit(Gaussian(1.0), trials=50_000, seed=4, n_jobs=n_jobs)
+        dpaudit.audit_mechanism(Gaussian(1.0), trials=50_000, seed=4, n_jobs=n_jobs)
         for n_jobs in (None, 1, 2)
     ]
     # The automatic choice on its parallel branch (every audit predicted long enough).
     engine = sys.modules["dpaudit.audit.engine"]
     monkeypatch.setattr(engine, "AUTO_PARALLEL_SECONDS", 0.0)
-    results.append(dpaudit.audit(Gaussian(1.0), trials=50_000, seed=4))
+    results.append(dpaudit.audit_mechanism(Gaussian(1.0), trials=50_000, seed=4))
     for r in results[1:]:
         assert np.array_equal(r.counts, results[0].counts)
         assert np.array_equal(r.selection_counts, results[0].selection_counts)

@@ -8,7 +8,7 @@ from scipy import stats
 
 import dpaudit as dpa
 from dpaudit.audit.lower_bounds import epsilon_from_errors, mu_from_errors
-from dpaudit.bounds.gdp import gdp
+from dpaudit.bounds.gaussian_dp import gdp
 from dpaudit.bounds.rdp import ZCDP, ApproxZCDP
 from dpaudit.bounds.tradeoff import PiecewiseLinearTradeoff, approx_dp
 from dpaudit.mechanisms import Mechanism, NeighbouringPair
@@ -20,7 +20,9 @@ DELTAS = (0.0, 1e-6, 1e-3)
 def _audit(mechanism, seed, trials=3000, confidence=0.95):
     pair = mechanism.worst_case_pair()
     attack = dpa.attacks.LikelihoodRatio(mechanism, pair)
-    return dpa.audit(mechanism, pair, attack, trials=trials, seed=seed, confidence=confidence)
+    return dpa.audit_mechanism(
+        mechanism, pair, attack, trials=trials, seed=seed, confidence=confidence
+    )
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -133,7 +135,7 @@ def test_an_asymmetric_claim_is_refuted_in_the_reverse_order_only():
         (pair.swapped(), dpa.attacks.Threshold([-1.0]), "d_d_prime"),
     )
     for p, attack, order in cases:
-        result = dpa.audit(coin, p, attack, trials=5000, seed=0)
+        result = dpa.audit_mechanism(coin, p, attack, trials=5000, seed=0)
         v = result.verdict(claim, DELTAS)
         assert v["verdict"] == "violated" and "claim" in v["refuted_by"], order
         w = result.violates(claim, DELTAS)
@@ -172,7 +174,7 @@ def test_sparse_vector_from_dp_auditorium_is_violated_when_its_bound_exceeds_the
     mechanism = flawed("dpa_svt_reveal_records", 1.0)
     pair = mechanism.worst_case_pair()
     attack = Learned.for_mechanism(mechanism, pair, seed=0)
-    result = dpa.audit(mechanism, pair, attack, trials=20_000, seed=0)
+    result = dpa.audit_mechanism(mechanism, pair, attack, trials=20_000, seed=0)
     v = result.verdict(approx_dp(1.0, 0.0), (0.0,))
     assert result.epsilon_lower_bound(0.0) > 1.0
     assert v["epsilon_lower_bounds"]["0.0"] > 1.0

@@ -16,7 +16,9 @@ from dpaudit.audit.witness import Witness
 def result():
     mech = dpa.mechanisms.Gaussian(sigma=1.0)
     pair = mech.worst_case_pair()
-    return dpa.audit(mech, pair, dpa.attacks.LikelihoodRatio(mech, pair), trials=20_000, seed=1)
+    return dpa.audit_mechanism(
+        mech, pair, dpa.attacks.LikelihoodRatio(mech, pair), trials=20_000, seed=1
+    )
 
 
 def test_witness_is_frozen_and_reads_as_the_old_dictionary(result):

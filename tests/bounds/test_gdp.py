@@ -16,7 +16,7 @@ from scipy import integrate, stats
 from scipy.optimize import brentq
 from scipy.special import ndtr, ndtri
 
-from dpaudit.bounds.gdp import (
+from dpaudit.bounds.gaussian_dp import (
     BerryEsseenTradeoff,
     GDPTradeoff,
     berry_esseen,

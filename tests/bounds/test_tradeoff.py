@@ -16,7 +16,7 @@ import pytest
 from scipy import stats
 from scipy.optimize import brentq, linprog
 
-from dpaudit.bounds.gdp import GDPTradeoff, gdp
+from dpaudit.bounds.gaussian_dp import GDPTradeoff, gdp
 from dpaudit.bounds.tradeoff import (
     KINDS,
     PiecewiseLinearTradeoff,

@@ -14,7 +14,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dpaudit.bounds.gdp import berry_esseen, gdp, gdp_clt
+from dpaudit.bounds.gaussian_dp import berry_esseen, gdp, gdp_clt
 from dpaudit.bounds.tradeoff import (
     TradeoffCurve,
     approx_dp,

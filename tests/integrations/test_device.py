@@ -46,17 +46,17 @@ def test_same_seed_same_counts_and_batch_size_changes_nothing(monkeypatch):
     runs = []
     for values in (1000, 7000, 2**23):  # one chunk per batch, seven, everything in one
         monkeypatch.setattr(device_module, "CPU_BATCH_VALUES", values)
-        runs.append(_counts(dpaudit.audit(mechanism, **kwargs)))
+        runs.append(_counts(dpaudit.audit_mechanism(mechanism, **kwargs)))
     for counts, selection in runs[1:]:
         np.testing.assert_array_equal(counts, runs[0][0])
         np.testing.assert_array_equal(selection, runs[0][1])
-    other = dpaudit.audit(mechanism, **{**kwargs, "seed": 4})
+    other = dpaudit.audit_mechanism(mechanism, **{**kwargs, "seed": 4})
     assert not np.array_equal(other.counts, runs[0][0])
     assert runs[0][0].sum() == 2 * 20_000 and runs[0][1].sum() == 2 * 12_000
 
 
 def test_result_records_the_device():
-    result = dpaudit.audit(RandomizedResponse(1.0, k=3), trials=5000, device="cpu")
+    result = dpaudit.audit_mechanism(RandomizedResponse(1.0, k=3), trials=5000, device="cpu")
     assert result.metadata["random"]["device"] == "cpu"
     assert result.metadata["random"]["bit_generator"] == "torch Mersenne Twister"
     assert "torch" in result.metadata["versions"]
@@ -126,7 +126,7 @@ LAW_CASES["poisson_gaussian"] = (
 @pytest.mark.parametrize("case", sorted(LAW_CASES))
 def test_device_samplers_have_the_exact_law(case):
     mechanism, thresholds, fp, fn = LAW_CASES[case]
-    result = dpaudit.audit(
+    result = dpaudit.audit_mechanism(
         mechanism,
         attack=Threshold(),
         trials=N_LAW,
@@ -202,7 +202,9 @@ def test_device_bounds_agree_with_numpy_in_law():
     mechanism = Gaussian(1.0)
     bounds = {
         device: [
-            dpaudit.audit(mechanism, trials=100_000, seed=seed, device=device).mu_lower_bound()
+            dpaudit.audit_mechanism(
+                mechanism, trials=100_000, seed=seed, device=device
+            ).mu_lower_bound()
             for seed in range(8)
         ]
         for device in (None, "cpu")
@@ -218,7 +220,9 @@ def test_device_bounds_cover_the_truth():
     mechanism = Gaussian(1.0)
     bounds = np.array(
         [
-            dpaudit.audit(mechanism, trials=50_000, seed=seed, device="cpu").mu_lower_bound()
+            dpaudit.audit_mechanism(
+                mechanism, trials=50_000, seed=seed, device="cpu"
+            ).mu_lower_bound()
             for seed in range(30)
         ]
     )
@@ -265,19 +269,19 @@ def _release(dataset, size, rng):
 )
 def test_what_has_no_device_path_is_refused(mechanism, kwargs, message):
     with pytest.raises(ValueError, match=f"^device='cpu'.*{message}"):
-        dpaudit.audit(mechanism, trials=1000, device="cpu", **kwargs)
+        dpaudit.audit_mechanism(mechanism, trials=1000, device="cpu", **kwargs)
 
 
 def test_chunk_size_too_small_for_the_seeds_is_refused():
     with pytest.raises(ValueError, match="^chunk_size = 1 cuts 200,000,000 trials into more"):
-        dpaudit.audit(Gaussian(1.0), trials=2 * 10**8, chunk_size=1, device="cpu")
+        dpaudit.audit_mechanism(Gaussian(1.0), trials=2 * 10**8, chunk_size=1, device="cpu")
 
 
 def test_attacks_without_device_score_are_refused():
     from dpaudit.attacks import Learned
 
     with pytest.raises(ValueError, match="^device='cpu': attack Learned.* has no device score"):
-        dpaudit.audit(Gaussian(1.0), attack=Learned(), trials=1000, device="cpu")
+        dpaudit.audit_mechanism(Gaussian(1.0), attack=Learned(), trials=1000, device="cpu")
 
     class Plain(Gaussian):
         def log_density_ratio(self, d, d_prime, outputs):
@@ -285,14 +289,16 @@ def test_attacks_without_device_score_are_refused():
 
     mechanism = Plain(1.0)
     with pytest.raises(ValueError, match="attack LikelihoodRatio on Plain.* has no device score"):
-        dpaudit.audit(mechanism, attack=LikelihoodRatio(mechanism), trials=1000, device="cpu")
+        dpaudit.audit_mechanism(
+            mechanism, attack=LikelihoodRatio(mechanism), trials=1000, device="cpu"
+        )
 
 
 def test_missing_gpu_is_refused_naming_device():
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU")
     with pytest.raises(ValueError, match="device='cuda' names a GPU this machine lacks"):
-        dpaudit.audit(Gaussian(1.0), trials=1000, device="cuda")
+        dpaudit.audit_mechanism(Gaussian(1.0), trials=1000, device="cuda")
 
 
 def test_command_line_device_reaches_the_results(tmp_path):

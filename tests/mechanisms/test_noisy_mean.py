@@ -251,7 +251,7 @@ def test_pair_mu_is_the_neyman_pearson_optimum():
 
 def test_likelihood_ratio_audit_reaches_the_worst_case_mu():
     mech = NoisyMean(20, 50, mu=1.0, seed=1)
-    result = dpa.audit(mech, trials=50_000, seed=3)
+    result = dpa.audit_mechanism(mech, trials=50_000, seed=3)
     # valid: at most the true mu = 1 at confidence 0.999 (false failure <= 1e-3); tight: at
     # 5e4 trials and confidence 0.95 the estimate's standard deviation is about 0.01 and the
     # margins cost about 0.03, far inside the 0.1 allowed

@@ -365,7 +365,7 @@ def test_subsampled_randomized_response_audit_band_contains_the_exact_curve():
     probability at most 5%; fixed seed)."""
     eps0, rate = 2.0, 0.1
     mech = PoissonSubsampled(RandomizedResponse(eps0), rate)
-    result = dpaudit.audit(mech, trials=200_000, seed=0, privacy_loss=True)
+    result = dpaudit.audit_mechanism(mech, trials=200_000, seed=0, privacy_loss=True)
     for eps in (0.1, 0.3):
         pq, qp = _exact_rr_deltas(eps0, rate, 1, eps)
         est = result.delta_estimate(eps)
@@ -386,7 +386,7 @@ def test_subsampled_composition_samples_and_has_a_density():
     y = mech.sample(pair.d_prime, 1000, np.random.default_rng(0))
     assert y.shape[0] == 1000
     assert np.isfinite(mech.log_density(pair.d_prime, y)).all()
-    assert dpaudit.audit(mech, trials=5000, seed=0).epsilon_lower_bound(0.0) >= 0.0
+    assert dpaudit.audit_mechanism(mech, trials=5000, seed=0).epsilon_lower_bound(0.0) >= 0.0
 
 
 def test_substitution_is_refused_where_it_cannot_work():

@@ -129,7 +129,7 @@ def test_composed_randomized_response_audit_band_contains_the_exact_deltas():
     loss (each fails with probability at most 5%; fixed seed)."""
     mech = PoissonSubsampled(Composed(RandomizedResponse(1.0), 3), 0.3)
     log_p, log_q = _brute_force_laws(mech)
-    result = dpaudit.audit(mech, trials=100_000, seed=0, privacy_loss=True)
+    result = dpaudit.audit_mechanism(mech, trials=100_000, seed=0, privacy_loss=True)
     for eps in (0.2, 0.6):
         pq, qp = _deltas(log_p, log_q, eps)
         est = result.delta_estimate(eps)
@@ -190,7 +190,7 @@ def test_composed_gaussian_theory_matches_monte_carlo_of_the_full_outputs():
             se = values.std() / np.sqrt(n)
             theory = part.delta(eps)
             assert abs(values.mean() - theory) <= 5 * se + 0.01 * theory
-    result = dpaudit.audit(mech, pair, trials=100_000, seed=0)
+    result = dpaudit.audit_mechanism(mech, pair, trials=100_000, seed=0)
     assert result.epsilon_lower_bound(1e-3) <= mech.epsilon(1e-3, method="exact")
 
 
@@ -293,5 +293,5 @@ def test_composed_laplace_rdp_is_above_the_audit():
     pair = NeighbouringPair(np.zeros(1), np.array([0.0, 1.0]), "add_remove")
     theory = mech.epsilon(1e-3, method="rdp")
     assert theory < base.epsilon(1e-3, method="rdp")
-    result = dpaudit.audit(mech, pair, trials=100_000, seed=0)
+    result = dpaudit.audit_mechanism(mech, pair, trials=100_000, seed=0)
     assert result.epsilon_lower_bound(1e-3) <= theory

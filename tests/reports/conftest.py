@@ -12,7 +12,9 @@ from dpaudit.reports.records import build_record
 def small_result():
     mech = dpa.mechanisms.Gaussian(sigma=1.0)
     pair = mech.worst_case_pair()
-    return dpa.audit(mech, pair, dpa.attacks.LikelihoodRatio(mech, pair), trials=4000, seed=3)
+    return dpa.audit_mechanism(
+        mech, pair, dpa.attacks.LikelihoodRatio(mech, pair), trials=4000, seed=3
+    )
 
 
 @pytest.fixture(scope="package")

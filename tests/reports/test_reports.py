@@ -17,9 +17,9 @@ from scipy import stats
 import dpaudit
 from dpaudit import mechanisms, reports
 from dpaudit.attacks import LikelihoodRatio
-from dpaudit.audit.engine import audit
+from dpaudit.audit.engine import audit_mechanism
 from dpaudit.audit.result import AuditResult
-from dpaudit.bounds.gdp import gdp
+from dpaudit.bounds.gaussian_dp import gdp
 from dpaudit.reports.html import render_html
 from dpaudit.reports.markdown import render_markdown
 from dpaudit.reports.records import RESULT_KEYS, delta_key
@@ -35,7 +35,7 @@ DELTAS = (1e-5, 1e-3)
 def gaussian_run() -> tuple[mechanisms.Gaussian, AuditResult]:
     mech = mechanisms.Gaussian(1.0)
     pair = mech.worst_case_pair()
-    return mech, audit(mech, pair, LikelihoodRatio(mech, pair), trials=TRIALS, seed=3)
+    return mech, audit_mechanism(mech, pair, LikelihoodRatio(mech, pair), trials=TRIALS, seed=3)
 
 
 @pytest.fixture(scope="module")
@@ -187,7 +187,7 @@ class _GaussianWithBrokenTheory(mechanisms.Gaussian):
 
 def test_a_failing_theory_method_is_reported_not_fatal() -> None:
     mech = _GaussianWithBrokenTheory(1.0)
-    result = audit(mech, trials=2_000, seed=1)
+    result = audit_mechanism(mech, trials=2_000, seed=1)
     record = reports.build_record(result, claim=gdp(1.0), deltas=(1e-5,))
     assert "needs more memory" in record["theory"]["kov"]["error"]
     assert "epsilon" not in record["theory"]["kov"]

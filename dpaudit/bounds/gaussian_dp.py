@@ -26,7 +26,6 @@ import numpy as np
 from scipy import integrate
 from scipy.special import erfcx, log_ndtr, ndtr, ndtri
 
-from dpaudit._core.modules import make_callable
 from dpaudit._core.validation import (
     check_array_in_unit_interval,
     check_choice,
@@ -412,4 +411,3 @@ def _compose_gdp(curves: list[TradeoffCurve]) -> GDPTradeoff | None:
 register_composition(_compose_gdp)
 
 # ``dpaudit.bounds.gdp`` is this module and, called, the curve constructor gdp(mu).
-make_callable(__name__, "gdp")
