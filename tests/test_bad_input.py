@@ -370,3 +370,44 @@ def test_progress_bar_says_what_it_counts(capsys: pytest.CaptureFixture[str]) ->
     dpaudit.audit(Gaussian(1.0), trials=20_000, selection_trials=10_000, seed=0, progress=True)
     last = capsys.readouterr().err.split("\r")[-1]
     assert "(selection + evaluation trials per dataset)" in last and "30.0k/30.0k" in last
+
+
+# --- sizes beyond memory, names that are no module, rates that underflow -------------------------
+
+
+def test_a_noisy_mean_population_beyond_memory_is_refused_naming_n_and_d() -> None:
+    from dpaudit.mechanisms import NoisyMean
+
+    with pytest.raises(ValueError, match=r"n = 1000000000 records of d = 10 .*\(n \+ 1\) \* d"):
+        NoisyMean(d=10, n=10**9, sigma=1.0)
+
+
+def test_bins_beyond_memory_are_refused_before_drawing() -> None:
+    with pytest.raises(ValueError, match=r"bins must be an integer in \[2, 1048576\]"):
+        dpaudit.audit(Gaussian(1.0), trials=1000, bins=10**12, seed=0)
+
+
+@pytest.mark.parametrize("target", ["..x:y", ".x:y", "a..b:c"])
+def test_relative_or_malformed_module_names_of_foreign_code_are_one_line(
+    tmp_path: Path, target: str
+) -> None:
+    text = _audit_toml(mechanism=_blackbox(target)) + 'attack = { kind = "threshold" }\n'
+    _refused(tmp_path, text, repr(target), "not an absolute module name")
+
+
+def test_dpsgd_with_a_poisson_rate_that_underflows_the_gaps_samples() -> None:
+    """Geometric gaps of a rate below ~1e-18 reach numpy's cap 2^63 - 1, and summing them used
+    to overflow and loop forever; run in a process with a time limit so a hang fails the test."""
+    code = (
+        "import numpy as np\n"
+        "from dpaudit.mechanisms import datasets as ds\n"
+        "from dpaudit.mechanisms.dpsgd import DPSGD\n"
+        "m = DPSGD('logistic', ds.synthetic(n=7, dim=3, seed=4), sigma=1.0, rate=1e-19,\n"
+        "          steps=4, clip=0.7)\n"
+        "print(m.sample(m.worst_case_pair().d_prime, 5, np.random.default_rng(0)).shape)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "(5, 5)"
