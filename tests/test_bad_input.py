@@ -411,3 +411,24 @@ def test_dpsgd_with_a_poisson_rate_that_underflows_the_gaps_samples() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "(5, 5)"
+
+
+# --- specs that say nothing, files that are no files ----------------------------------------------
+
+
+def test_an_empty_array_of_audits_is_refused(tmp_path: Path) -> None:
+    _refused(tmp_path, "audit = []\n", "audit: an empty array", "at least one [[audit]]")
+
+
+def test_a_claim_no_mechanism_can_break_is_refused(tmp_path: Path) -> None:
+    text = _audit_toml() + 'claim = { kind = "approx_dp", eps = 1.0, delta = 1.0 }\n'
+    _refused(tmp_path, text, "claim (approx_dp): delta must be below 1", "never be refuted")
+
+
+@pytest.mark.parametrize("command", ["run", "audit-accountant", "report"])
+def test_a_fifo_given_as_input_is_refused_without_reading_it(tmp_path: Path, command: str) -> None:
+    fifo = tmp_path / "spec.toml"
+    os.mkfifo(fifo)  # opening it for reading would block until someone writes
+    code, _, err = _cli(command, fifo, "-o", tmp_path / "out")
+    assert code == cli.EXIT_USER_ERROR
+    assert err.count("\n") == 1 and f"{fifo}: the " in err and "is not a regular file" in err

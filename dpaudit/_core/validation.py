@@ -9,7 +9,10 @@ old path ``dpaudit.bounds.validation`` still works.
 from __future__ import annotations
 
 import math
+import os
+import stat
 from numbers import Integral, Real
+from pathlib import Path
 
 import numpy as np
 
@@ -21,6 +24,7 @@ __all__ = [
     "check_integer",
     "check_choice",
     "check_n_jobs",
+    "check_input_file",
     "check_array_in_unit_interval",
     "check_eps_array",
     "scalar_like",
@@ -116,6 +120,26 @@ def check_n_jobs(name: str, value: object) -> int:
             f"{name} must be a non-zero integer (-1: all cores, -2: all but one), got {value!r}"
         )
     return out
+
+
+def check_input_file(path: str | os.PathLike[str], what: str = "file") -> Path:
+    """Return ``path`` as a ``Path`` if it names a regular file (or a link to one).
+
+    Refuses (``ValueError`` starting with the path) a missing path (``<path>: <what> not found``)
+    and anything else that is not a regular file: a directory, or a FIFO or device, whose reading
+    could block forever.
+    """
+    path = Path(path)
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise ValueError(f"{path}: {what} not found") from None
+    except OSError as exc:
+        reason = (exc.strerror or type(exc).__name__).lower()
+        raise ValueError(f"{path}: cannot read the {what} ({reason})") from None
+    if not stat.S_ISREG(mode):
+        raise ValueError(f"{path}: the {what} is not a regular file")
+    return path
 
 
 def as_float_array(name: str, value: object, expected: str = "an array of numbers") -> np.ndarray:

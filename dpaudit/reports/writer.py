@@ -28,7 +28,7 @@ from typing import Any
 from dpaudit.reports.figures import audit_figures, figure_png
 from dpaudit.reports.html import render_html
 from dpaudit.reports.markdown import render_markdown
-from dpaudit.reports.records import as_record, results_document
+from dpaudit.reports.records import as_record, check_audits, results_document
 
 __all__ = ["write", "atomic_directory", "check_output_directory", "REPORT_FILES"]
 
@@ -140,12 +140,21 @@ def _slug(name: str, taken: set[str]) -> str:
 
 
 def _document(results: Any) -> dict[str, Any]:
-    """Normalise what :func:`write` accepts into a results document."""
+    """Normalise what :func:`write` accepts into a results document; refuse (``ValueError``)
+    anything else, and a document without audits or with records that lack a key."""
     if isinstance(results, Mapping) and "audits" in results:
-        return {**results, "audits": [as_record(r) for r in results["audits"]]}
-    if isinstance(results, Mapping) or not isinstance(results, Sequence):
-        return results_document([as_record(results)])
-    return results_document([as_record(r) for r in results])
+        audits = results["audits"]
+        if not isinstance(audits, Sequence) or isinstance(audits, str | Mapping):
+            raise ValueError("results: 'audits' must be a list of records")
+        document = {**results, "audits": [as_record(r) for r in audits]}
+    elif isinstance(results, Mapping) or not isinstance(results, Sequence):
+        document = results_document([as_record(results)])
+    elif isinstance(results, str):
+        raise ValueError("results must be AuditResult objects or their records, got str")
+    else:
+        document = results_document([as_record(r) for r in results])
+    check_audits(document["audits"], "results")
+    return document
 
 
 def write(
