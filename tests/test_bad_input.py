@@ -359,11 +359,36 @@ def test_sigint_during_the_pilot_of_a_stored_run_keeps_the_pilot(tmp_path: Path)
 # --- progress into a log file -------------------------------------------------------------------
 
 
-def test_progress_into_a_log_file_has_no_carriage_returns(tmp_path: Path) -> None:
+def test_progress_into_a_log_file_is_whole_lines(tmp_path: Path) -> None:
     spec = _spec(tmp_path, _audit_toml(trials="20_000"))
     code, _, err = _cli("run", spec, "-o", tmp_path / "out")  # stderr is not a terminal here
     assert code == cli.EXIT_OK
-    assert "\r" not in err and err.splitlines() == ["a: consistent"]
+    lines = err.splitlines()
+    assert "\r" not in err
+    assert lines[0] == "dpaudit: [1/1] a: 20,000 trials per dataset"
+    assert lines[-1] == "dpaudit: [1/1] a: consistent"
+    bars = lines[1:-1]  # the first at once, the last when done, at most one per interval between
+    assert "0%" in bars[0] and "100%" in bars[-1] and "(selection + evaluation" in bars[-1]
+    code, _, err = _cli("run", spec, "-o", tmp_path / "out", "--quiet")
+    assert code == cli.EXIT_OK and err == ""
+
+
+def test_the_main_job_reports_progress_into_a_file(tmp_path: Path) -> None:
+    """``dpaudit suite -o reports/`` with stderr redirected to a file: stage lines arrive there
+    as the stages start, and a resumed run draws no notice of cancelled tasks."""
+    log = tmp_path / "stderr.log"
+    argv = [sys.executable, "-m", "dpaudit.cli", "suite", "-o", "reports/", "--trials", "2000"]
+    for _ in range(2):  # the second run resumes every audit from the store
+        with log.open("w") as err:
+            done = subprocess.run(
+                [*argv, "--store", "store"], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=err
+            )
+        assert done.returncode == cli.EXIT_OK, log.read_text()
+        lines = log.read_text().splitlines()
+        count = len(specs.suite())
+        assert lines[0] == f"dpaudit: [1/{count}] gaussian: 2,000 trials per dataset"
+        assert f"dpaudit: [{count}/{count}] laplace-overclaimed: violated" in lines
+        assert not [line for line in lines if "warning" in line or "cancelled" in line]
 
 
 def test_progress_bar_says_what_it_counts(capsys: pytest.CaptureFixture[str]) -> None:

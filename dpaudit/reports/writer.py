@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from dpaudit._core.validation import check_writable_directory
 from dpaudit.reports.figures import audit_figures, figure_png
 from dpaudit.reports.html import render_html
 from dpaudit.reports.markdown import render_markdown
@@ -45,17 +46,20 @@ def _replaceable(path: Path) -> bool:
     return not entries or ("results.json" in entries and entries <= {*REPORT_FILES, "figures"})
 
 
-def check_output_directory(path: str | Path) -> None:
-    """Refuse (``ValueError``) an output ``path`` that exists and is not a dpaudit report.
+def check_output_directory(path: str | Path, *, name: str = "output directory") -> None:
+    """Refuse (``ValueError`` naming ``name`` and ``path``) an output ``path`` that could not
+    receive a report: one that exists and is not a dpaudit report, a file, a path under a file,
+    or one whose parent directory cannot be written.
 
     A report directory holds only :data:`REPORT_FILES` and ``figures/``. Called before a long
-    run so that a run is not wasted on a directory that cannot be written.
+    run so that a run is not wasted on a directory that cannot be written; the command line
+    passes its option, ``name="-o"``.
     """
-    path = Path(path)
+    path = check_writable_directory(name, path, replaced=True)
     if path.exists() and not _replaceable(path):
         raise ValueError(
-            f"output directory {path} exists and is not a dpaudit report (or holds other "
-            "files too); choose another directory or remove it"
+            f"{name} {path}: exists and is not a dpaudit report (or holds other files too); "
+            "choose another directory or remove it"
         )
 
 
