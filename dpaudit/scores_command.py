@@ -31,6 +31,9 @@ __all__ = ["add_parser", "load_table", "membership_column"]
 #: Each side of a many-run audit needs this many scores.
 MIN_SCORES = 4
 
+#: A one-run audit needs this many canaries (rows).
+MIN_CANARIES = 2
+
 #: Widest range of finite scores: the score grid adds half the range on each side, and its
 #: width must stay a finite float.
 MAX_SPREAD = float(np.finfo(float).max) / 4
@@ -87,9 +90,9 @@ def _scores(series: pd.Series, name: str, path: Path) -> np.ndarray:
     return values
 
 
-def _enough(count: int, what: str) -> None:
-    if count < MIN_SCORES:
-        raise ValueError(f"{what}: needs at least {MIN_SCORES} scores, got {count}")
+def _enough(count: int, what: str, minimum: int = MIN_SCORES) -> None:
+    if count < minimum:
+        raise ValueError(f"{what}: needs at least {minimum} scores, got {count}")
 
 
 def membership_column(series: pd.Series, name: str) -> np.ndarray:
@@ -199,6 +202,7 @@ def run(args: argparse.Namespace) -> list[tuple[str, str, str]]:
             raise ValueError("--family dpsgd needs --sample-rate and --steps, and they need it")
         if args.claim_mu is not None and args.method != "fdp":
             raise ValueError("--claim-mu needs --method fdp (the steinke test refutes no mu)")
+        _enough(scores.size, f"{args.file}: canaries (rows)", MIN_CANARIES)
         result = audit_one_run(
             scores,
             member,

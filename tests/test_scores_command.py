@@ -138,6 +138,14 @@ def test_unreadable_scores_are_one_line_naming_the_file(tmp_path, capsys, name, 
     assert not (tmp_path / "r").exists()
 
 
+def test_a_one_run_file_of_one_canary_is_one_line_naming_the_file(tmp_path, capsys):
+    path = tmp_path / "one.csv"
+    path.write_text("score,member\n1,0\n")
+    assert main(["scores", str(path), "--one-run", "-o", str(tmp_path / "r")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"error: {path}: canaries (rows): needs at least 2" in err
+
+
 def test_the_second_input_file_is_nonmembers_and_out_is_a_deprecated_alias(tmp_path, capsys):
     rng = np.random.default_rng(1)
     np.save(tmp_path / "out.npy", rng.standard_normal(500))
