@@ -447,3 +447,28 @@ def test_bounds_format_has_help(capsys: pytest.CaptureFixture[str]) -> None:
         main(["bounds", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "--format {text,csv,json} table on stdout" in text
+
+
+def test_bench_flawed_exits_3_only_when_a_correct_mechanism_is_flagged(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pandas as pd
+
+    from dpaudit.audit import benchmark
+    from dpaudit.reports import tables
+
+    rows = {
+        "name": ["broken-caught", "broken-missed", "correct"],
+        "correct": [False, False, True],
+        "flagged": [True, False, False],
+        "claimed_epsilon": [1.0, 1.0, 1.0],
+    }
+    frame = pd.DataFrame(rows)
+    monkeypatch.setattr(benchmark, "run_benchmark", lambda *a, **k: frame)
+    monkeypatch.setattr(tables, "format_benchmark", lambda f: "table")
+    code, out, _ = run_cli(capsys, "bench-flawed")
+    assert code == EXIT_OK and out.splitlines()[-1] == "all verdicts as expected"
+    frame.loc[2, "flagged"] = True
+    code, out, _ = run_cli(capsys, "bench-flawed")
+    assert code == EXIT_VIOLATION and "REFUTED: correct: eps = 1" in out
+    assert run_cli(capsys, "bench-flawed", "--no-fail-on-violation")[0] == EXIT_OK
