@@ -4,7 +4,8 @@ written, never a traceback, a hang or lost work.
 One test per failure class: specs nested a thousand deep, trial counts and compositions beyond
 the machine, names of thousands of characters, foreign code that raises or exits, foreign code
 that returns strings or nothing, damaged store files, SIGINT during the pilot of a stored run,
-and progress output into a log file.
+progress output into a log file, populations and grids beyond memory, relative module names,
+Poisson rates that underflow, specs that say nothing and inputs that are no regular file.
 """
 
 from __future__ import annotations
