@@ -458,3 +458,16 @@ def test_a_fifo_given_as_input_is_refused_without_reading_it(tmp_path: Path, com
     code, _, err = _cli(command, fifo, "-o", tmp_path / "out")
     assert code == cli.EXIT_USER_ERROR
     assert err.count("\n") == 1 and f"{fifo}: the " in err and "is not a regular file" in err
+
+
+def test_accountant_progress_into_a_log_file_is_whole_lines(tmp_path: Path) -> None:
+    spec = tmp_path / "acc.toml"
+    spec.write_text(
+        '[[accountant_audit]]\nname = "g"\nmechanism = { kind = "gaussian", sigma = 1.0 }\n'
+        'accountants = ["dpaudit:pld"]\nepsilons = [1.0]\ntrials = 20_000\n'
+    )
+    code, _, err = _cli("audit-accountant", spec, "-o", tmp_path / "out")
+    assert code == cli.EXIT_OK and "\r" not in err
+    lines = err.splitlines()
+    assert lines[0] == "dpaudit: [1/1] g: 20,000 trials"
+    assert "(privacy loss)" in lines[-1] and "100%" in lines[-1]
