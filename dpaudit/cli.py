@@ -257,8 +257,14 @@ def _store_directory(root: Path | None, name: str) -> Path | None:
 
 
 def _check_outputs(args: argparse.Namespace) -> None:
-    """Refuse, before any trial, an ``-o`` directory or a ``--store`` that cannot be written, and
-    a store inside the report directory (replacing a report replaces all of its directory)."""
+    """Refuse, before any trial, an ``-o`` directory, a ``--store`` or a ``--csv`` file that
+    cannot be written, and a store inside the report directory (replacing a report replaces all
+    of its directory)."""
+    csv = getattr(args, "csv", None)
+    if csv is not None:
+        if csv.is_dir() or not csv.parent.is_dir():
+            raise ValueError(f"--csv {csv}: not a file in an existing directory")
+        check_writable_directory(f"--csv {csv}: directory", csv.parent)
     output, store = getattr(args, "output", None), getattr(args, "store", None)
     if output is not None:
         reports.writer.check_output_directory(output, name="-o")

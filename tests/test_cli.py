@@ -472,3 +472,23 @@ def test_bench_flawed_exits_3_only_when_a_correct_mechanism_is_flagged(
     code, out, _ = run_cli(capsys, "bench-flawed")
     assert code == EXIT_VIOLATION and "REFUTED: correct: eps = 1" in out
     assert run_cli(capsys, "bench-flawed", "--no-fail-on-violation")[0] == EXIT_OK
+
+
+@pytest.mark.parametrize("csv", ["spec.toml/table.csv", "missing/table.csv", "."])
+def test_bench_flawed_csv_is_checked_before_the_benchmark_runs(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    csv: str,
+) -> None:
+    from dpaudit.audit import benchmark
+
+    def run_benchmark(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the benchmark ran before --csv was checked")
+
+    monkeypatch.setattr(benchmark, "run_benchmark", run_benchmark)
+    monkeypatch.chdir(tmp_path)
+    Path("spec.toml").write_text("mine")
+    code, _, err = run_cli(capsys, "bench-flawed", "--csv", csv)
+    assert code == EXIT_USER_ERROR
+    assert err.count("\n") == 1 and err.startswith(f"dpaudit: error: --csv {csv}: "), err

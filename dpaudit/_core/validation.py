@@ -168,7 +168,9 @@ def check_writable_directory(
         os.rmdir(tempfile.mkdtemp(prefix=".dpaudit-probe-", dir=place))
     except OSError as exc:
         reason = (exc.strerror or type(exc).__name__).lower()
-        raise ValueError(f"{name} {path}: cannot be written ({reason} in {place})") from None
+        raise ValueError(
+            f"{name} {path}: cannot create a directory in {place} ({reason})"
+        ) from None
     return path
 
 
