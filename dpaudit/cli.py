@@ -24,8 +24,8 @@ Exit codes, one rule for every command that tests claims (``run``, ``suite``, ``
 input error (one line on stderr, nothing written); 3 some claim did not, which for an ordinary
 claim means it was refuted. A refutation the spec declares (``expect = "violated"``, as the
 suite's deliberately over-claimed mechanism does) is expected and exits 0. Each unexpected
-verdict is named on a ``REFUTED:`` line of stdout; when every verdict was the expected one and
-some claim was refuted as expected, the last line says ``all verdicts as expected``.
+verdict is named on a ``REFUTED:`` line of stdout; when every verdict was the expected one, the
+last line says ``all verdicts as expected``.
 ``--no-fail-on-violation`` makes a refutation exit 0 (the report still shows it).
 
 Output directories are written atomically: a failed run leaves nothing behind.
