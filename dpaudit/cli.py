@@ -9,19 +9,24 @@ Sub-commands::
     dpaudit bounds KIND --param k=v ...   theory table: eps at delta and delta at eps, every method
     dpaudit audit-accountant SPEC -o DIR  check accountants' delta(eps) ([[accountant_audit]])
 
-``--trials``, ``--seed`` and ``--n-jobs`` override the spec. Progress bars go to stderr.
+``--trials``, ``--seed`` and ``--n-jobs`` override the spec. Progress goes to stderr: a line as
+each audit starts and ends, and a progress bar, which on a terminal updates in place and
+elsewhere (a log file, a pipe) is written as whole lines, at most one per
+:data:`PROGRESS_INTERVAL` seconds; ``-q/--quiet`` silences it.
 
 ``--store DIR`` saves every finished batch of trials under ``DIR/<audit name>``; the same command
 run again (after a crash or a kill) resumes from there with identical results. ``--backend dask``
 runs the batches on a Dask cluster: the one at ``--scheduler tcp://HOST:PORT``, or a local one of
 ``--n-jobs`` worker processes started and stopped by dpaudit (results are identical).
 
-Exit codes: 0 every audit reached its expected verdict (by default: every claim held);
-1 a usage or input error (one line on stderr, nothing written); 3 some audit did not reach its
-expected verdict, which for an ordinary audit means its claim was violated. ``run`` fails with 3
-by default (``--no-fail-on-violation`` turns that off); ``suite`` only with
-``--fail-on-violation``, since its battery holds a deliberately over-claimed mechanism that is
-expected to be violated.
+Exit codes, one rule for every command that tests claims (``run``, ``suite``, ``scores``,
+``audit-accountant``, ``bench-flawed``): 0 every claim reached its expected verdict; 1 a usage or
+input error (one line on stderr, nothing written); 3 some claim did not, which for an ordinary
+claim means it was refuted. A refutation the spec declares (``expect = "violated"``, as the
+suite's deliberately over-claimed mechanism does) is expected and exits 0. Each unexpected
+verdict is named on a ``REFUTED:`` line of stdout; when every verdict was the expected one, the
+last line says ``all verdicts as expected``.
+``--no-fail-on-violation`` makes a refutation exit 0 (the report still shows it).
 
 Output directories are written atomically: a failed run leaves nothing behind.
 """
@@ -29,21 +34,26 @@ Output directories are written atomically: a failed run leaves nothing behind.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
+import io
 import json
+import math
 import re
 import sys
+import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TextIO
 
 from dpaudit import reports, scores_command, specs
-from dpaudit._core.validation import check_n_jobs
+from dpaudit._core.validation import check_n_jobs, check_writable_directory
 from dpaudit.audit import backends
 from dpaudit.audit.device import check_support
 from dpaudit.audit.limits import check_output_size, check_trials
 from dpaudit.mechanisms.base import METHOD_KINDS
+from dpaudit.reports.text import claim_label
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -55,6 +65,20 @@ __all__ = ["main", "build_parser", "EXIT_OK", "EXIT_USER_ERROR", "EXIT_VIOLATION
 EXIT_OK = 0
 EXIT_USER_ERROR = 1
 EXIT_VIOLATION = 3
+
+#: What every command returns: one ``(claim, verdict, expected verdict)`` per claim it tested,
+#: the verdicts being ``"violated"`` or ``"consistent"``; ``[]`` from a command that tests none.
+#: :func:`_exit_code` turns it into the exit code.
+Verdicts = list[tuple[str, str, str]]
+
+#: What ``-o`` receives, in the help of every command that writes a report.
+_OUTPUT_HELP = (
+    "report directory: receives index.html, README.md with figures/, and results.json; created, "
+    "or replaced when it holds an earlier report (a directory with other files is refused)"
+)
+
+#: Seconds between two progress lines of a bar when stderr is not a terminal.
+PROGRESS_INTERVAL = 5.0
 
 
 class _UsageError(Exception):
@@ -85,7 +109,11 @@ def _add_overrides(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trials", type=int, help="trials per dataset (overrides the spec)")
     p.add_argument("--seed", type=int, help="root seed (overrides the spec)")
     p.add_argument("--n-jobs", type=int, dest="n_jobs", help="parallel workers, -1 = all cores")
-    p.add_argument("--quiet", action="store_true", help="no progress bars, no summary")
+    _add_quiet(p)
+
+
+def _add_quiet(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress, no summary")
 
 
 def _add_scale_out(p: argparse.ArgumentParser) -> None:
@@ -126,19 +154,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run the audits of a TOML spec and write a report")
     run.add_argument("spec", type=Path, help="TOML spec with [[audit]] tables")
-    run.add_argument("-o", "--output", type=Path, required=True, help="report directory")
+    run.add_argument("-o", "--output", type=Path, required=True, metavar="DIR", help=_OUTPUT_HELP)
     _add_overrides(run)
     _add_scale_out(run)
-    _add_fail_on_violation(
-        run, True, "exit 3 when an audit does not reach its expected verdict (default: on)"
-    )
+    _add_fail_on_violation(run)
     run.set_defaults(func=_cmd_run)
 
-    scores_command.add_parser(sub, scores_command.run)
+    scores = scores_command.add_parser(sub, scores_command.run)
+    _add_fail_on_violation(scores)
 
     report = sub.add_parser("report", help="draw a report again from results.json")
     report.add_argument("results", type=Path, help="results.json, or a report directory")
-    report.add_argument("-o", "--output", type=Path, required=True, help="report directory")
+    report.add_argument(
+        "-o", "--output", type=Path, required=True, metavar="DIR", help=_OUTPUT_HELP
+    )
+    _add_quiet(report)
     report.set_defaults(func=_cmd_report)
 
     suite = sub.add_parser("suite", help="audit the battery of reference mechanisms")
@@ -147,13 +177,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--output",
         type=Path,
         default=Path("reports"),
-        help="report directory (default: reports); an earlier report there is replaced",
+        metavar="DIR",
+        help=_OUTPUT_HELP + " (default: reports)",
     )
     _add_overrides(suite)
     _add_scale_out(suite)
-    _add_fail_on_violation(
-        suite, False, "exit 3 when an audit does not reach its expected verdict (default: off)"
-    )
+    _add_fail_on_violation(suite)
     suite.add_argument(
         "--print-spec", action="store_true", help="print the suite's TOML spec and exit"
     )
@@ -178,7 +207,12 @@ def build_parser() -> argparse.ArgumentParser:
     bounds.add_argument(
         "--eps", type=float, action="append", help="eps at which to give delta (repeatable)"
     )
-    bounds.add_argument("--format", choices=("text", "csv", "json"), default="text")
+    bounds.add_argument(
+        "--format",
+        choices=("text", "csv", "json"),
+        default="text",
+        help="table on stdout: aligned text, CSV, or JSON {mechanism, rows} (default: text)",
+    )
     bounds.set_defaults(func=_cmd_bounds)
 
     accountant = sub.add_parser(
@@ -186,11 +220,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="check accountants' delta(eps) against the sampled privacy loss",
     )
     accountant.add_argument("spec", type=Path, help="TOML spec with [[accountant_audit]] tables")
-    accountant.add_argument("-o", "--output", type=Path, required=True, help="report directory")
-    _add_overrides(accountant)
-    _add_fail_on_violation(
-        accountant, False, "exit 3 when some accountant's claim is refuted (default: off)"
+    accountant.add_argument(
+        "-o", "--output", type=Path, required=True, metavar="DIR", help=_OUTPUT_HELP
     )
+    _add_overrides(accountant)
+    _add_fail_on_violation(accountant)
     accountant.set_defaults(func=_cmd_audit_accountant)
 
     flawed = sub.add_parser(
@@ -201,13 +235,20 @@ def build_parser() -> argparse.ArgumentParser:
     flawed.add_argument("--seed", type=int, default=0, help="root seed")
     flawed.add_argument("--n-jobs", type=int, default=1, help="parallel workers (-1: all cores)")
     flawed.add_argument("--csv", type=Path, default=None, help="also write the table as CSV")
+    _add_quiet(flawed)
+    _add_fail_on_violation(flawed)
     flawed.set_defaults(func=_cmd_bench_flawed)
     return parser
 
 
-def _add_fail_on_violation(parser: argparse.ArgumentParser, default: bool, text: str) -> None:
+def _add_fail_on_violation(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--fail-on-violation", action=argparse.BooleanOptionalAction, default=default, help=text
+        "--fail-on-violation",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="exit 3 when a claim does not reach its expected verdict, e.g. is refuted without "
+        "the spec expecting it (default: on; --no-fail-on-violation exits 0, the report still "
+        "shows the refutation)",
     )
 
 
@@ -221,14 +262,36 @@ def _store_directory(root: Path | None, name: str) -> Path | None:
     return root / safe
 
 
-def _run_audits(audits: Sequence[specs.AuditSpec], output: Path, args: argparse.Namespace) -> int:
-    reports.writer.check_output_directory(output)
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Refuse, before any trial, an ``-o`` directory, a ``--store`` or a ``--csv`` file that
+    cannot be written, and a store inside the report directory (replacing a report replaces all
+    of its directory)."""
+    csv = getattr(args, "csv", None)
+    if csv is not None:
+        if csv.is_dir() or not csv.parent.is_dir():
+            raise ValueError(f"--csv {csv}: not a file in an existing directory")
+        check_writable_directory(f"--csv {csv}: directory", csv.parent)
+    output, store = getattr(args, "output", None), getattr(args, "store", None)
+    if output is not None:
+        reports.writer.check_output_directory(output, name="-o")
+    if store is not None:
+        check_writable_directory("--store", store)
+        if output is not None:
+            inner, outer = store.resolve(), output.resolve()
+            if inner == outer or outer in inner.parents:
+                raise ValueError(
+                    f"--store {store} is inside -o {output}, which a report replaces as a "
+                    "whole; keep the store elsewhere"
+                )
+
+
+def _run_audits(
+    audits: Sequence[specs.AuditSpec], output: Path, args: argparse.Namespace
+) -> Verdicts:
     if args.scheduler is not None and args.backend != "dask":
         raise _UsageError("--scheduler needs --backend dask (see 'dpaudit run --help')")
     if args.scheduler is not None:
         backends.check_scheduler(args.scheduler)
-    if args.store is not None and args.store.exists() and not args.store.is_dir():
-        raise ValueError(f"--store {args.store} exists and is not a directory")
     n_jobs = args.n_jobs
     n_workers = None
     if args.backend == "dask":
@@ -254,19 +317,76 @@ def _run_audits(audits: Sequence[specs.AuditSpec], output: Path, args: argparse.
     reports.write(records, output)
     if not args.quiet:
         _summary(records, output)
-    unexpected = [r for r in records if r["verdict"] != r.get("expect", "consistent")]
-    return EXIT_VIOLATION if unexpected and args.fail_on_violation else EXIT_OK
+    return [
+        (f"{r['name']}: {claim_label(r)}", str(r["verdict"]), str(r.get("expect", "consistent")))
+        for r in records
+        if r.get("claim")
+    ]
 
 
-def _progress(args: argparse.Namespace) -> bool:
-    """Progress bars only on a terminal: a log file gets no stream of carriage-return updates."""
-    return not args.quiet and sys.stderr.isatty()
+class _ProgressLines(io.TextIOBase):
+    """stderr for progress bars when it is not a terminal: the carriage-return updates of a bar
+    become whole lines, the first at once and then at most one per ``interval`` seconds (and the
+    bar's last one); text written as lines passes unchanged."""
+
+    def __init__(self, stream: TextIO, interval: float) -> None:
+        self._stream, self._interval = stream, interval
+        self._line, self._bar, self._shown = "", False, True
+        self._last = -math.inf
+
+    def writable(self) -> bool:
+        return True
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def write(self, text: str) -> int:
+        for part in re.split(r"([\r\n])", text):
+            if part == "\r":
+                self._line, self._bar, self._shown = "", True, True
+            elif part == "\n":
+                if not self._shown:
+                    self._emit()
+                self._line, self._bar, self._shown = "", False, True
+            elif part:
+                self._line, self._shown = self._line + part, False
+        due = time.monotonic() - self._last >= self._interval
+        if self._bar and not self._shown and self._line.strip() and due:
+            self._emit()
+            self._last = time.monotonic()
+        return len(text)
+
+    def _emit(self) -> None:
+        self._stream.write(self._line.rstrip() + "\n")
+        self._stream.flush()
+        self._shown = True
+
+
+@contextlib.contextmanager
+def _progress(args: argparse.Namespace) -> Iterator[bool]:
+    """Whether to show progress (not with ``--quiet``); when stderr is not a terminal, it is
+    meanwhile a :class:`_ProgressLines`, so that a log file gets lines, not a stream of
+    carriage-return updates."""
+    if args.quiet:
+        yield False
+    elif sys.stderr.isatty():
+        yield True
+    else:
+        with contextlib.redirect_stderr(_ProgressLines(sys.stderr, PROGRESS_INTERVAL)):
+            yield True
+
+
+def _stage(index: int, count: int, name: str, what: str) -> None:
+    print(f"dpaudit: [{index}/{count}] {name}: {what}", file=sys.stderr, flush=True)
 
 
 def _audit_records(audits: Sequence[specs.AuditSpec], args: argparse.Namespace) -> list[dict]:
     records = []
-    for spec in audits:
-        result = spec.run(progress=_progress(args), store=_store_directory(args.store, spec.name))
+    for index, spec in enumerate(audits, 1):
+        if not args.quiet:
+            _stage(index, len(audits), spec.name, f"{spec.trials:,} trials per dataset")
+        with _progress(args) as progress:
+            result = spec.run(progress=progress, store=_store_directory(args.store, spec.name))
         records.append(
             reports.build_record(
                 result,
@@ -281,7 +401,7 @@ def _audit_records(audits: Sequence[specs.AuditSpec], args: argparse.Namespace) 
             )
         )
         if not args.quiet:
-            print(f"{spec.name}: {reports.verdict_label(records[-1])}", file=sys.stderr)
+            _stage(index, len(audits), spec.name, reports.verdict_label(records[-1]))
     return records
 
 
@@ -291,22 +411,23 @@ def _summary(records: Sequence[dict[str, Any]], output: Path) -> None:
     print(f"report: {output / 'index.html'}")
 
 
-def _cmd_run(args: argparse.Namespace) -> int:
+def _cmd_run(args: argparse.Namespace) -> Verdicts:
     return _run_audits(specs.load(args.spec), args.output, args)
 
 
-def _cmd_suite(args: argparse.Namespace) -> int:
+def _cmd_suite(args: argparse.Namespace) -> Verdicts:
     if args.print_spec:
         print(specs.SUITE_TOML, end="")
-        return EXIT_OK
+        return []
     return _run_audits(specs.suite(), args.output, args)
 
 
-def _cmd_report(args: argparse.Namespace) -> int:
+def _cmd_report(args: argparse.Namespace) -> Verdicts:
     document = reports.load_results(args.results)
     reports.write(document, args.output)
-    print(f"report: {args.output / 'index.html'}")
-    return EXIT_OK
+    if not args.quiet:
+        print(f"report: {args.output / 'index.html'}")
+    return []
 
 
 def _params_text(kind: specs.Kind) -> str:
@@ -321,7 +442,7 @@ def _params_text(kind: specs.Kind) -> str:
     return ", ".join(parts) or "no parameters"
 
 
-def _cmd_list(args: argparse.Namespace) -> int:
+def _cmd_list(args: argparse.Namespace) -> Verdicts:
     sections = (
         ("mechanism kinds", specs.MECHANISM_KINDS),
         ("attack kinds", specs.ATTACK_KINDS),
@@ -347,10 +468,10 @@ def _cmd_list(args: argparse.Namespace) -> int:
             default = list(param.default) if isinstance(param.default, tuple) else param.default
             need = f"default {default!r}"
         print(f"  {key:<24}{param.help} ({param.expected}; {need})")
-    return EXIT_OK
+    return []
 
 
-def _cmd_bounds(args: argparse.Namespace) -> int:
+def _cmd_bounds(args: argparse.Namespace) -> Verdicts:
     table: dict[str, Any] = {"kind": args.kind}
     for text in args.param:
         key, value = _parse_param(text)
@@ -371,10 +492,10 @@ def _cmd_bounds(args: argparse.Namespace) -> int:
             frame = frame.drop(columns="note")
         print(mechanism.name)
         print(reports.tables.format_frame(frame))
-    return EXIT_OK
+    return []
 
 
-def _cmd_audit_accountant(args: argparse.Namespace) -> int:
+def _cmd_audit_accountant(args: argparse.Namespace) -> Verdicts:
     import dataclasses
 
     from dpaudit.audit.accountant import run_accountant_spec
@@ -383,12 +504,14 @@ def _cmd_audit_accountant(args: argparse.Namespace) -> int:
     audits = specs.load_accountant_audits(args.spec)
     if args.trials is not None:
         check_trials("--trials", args.trials, minimum=2)
-    reports.writer.check_output_directory(args.output)
     overrides = {"trials": args.trials, "seed": args.seed, "n_jobs": args.n_jobs}
     records = []
-    for spec in audits:
+    for index, spec in enumerate(audits, 1):
         spec = dataclasses.replace(spec, **{k: v for k, v in overrides.items() if v is not None})
-        record = run_accountant_spec(spec, progress=None if _progress(args) else False)
+        if not args.quiet:
+            _stage(index, len(audits), spec.name, f"{spec.trials:,} trials")
+        with _progress(args) as progress:
+            record = run_accountant_spec(spec, progress=progress)
         records.append(record)
         if not args.quiet:
             for name, sentence in record["summary"].items():
@@ -396,11 +519,15 @@ def _cmd_audit_accountant(args: argparse.Namespace) -> int:
     write_accountant_report(records, args.output)
     if not args.quiet:
         print(f"report: {args.output / 'index.html'}")
-    refuted = any(c["status"] == "violated" for r in records for c in r["claims"].values())
-    return EXIT_VIOLATION if refuted and args.fail_on_violation else EXIT_OK
+    return [
+        (f"{r['name']}: {name}", c["status"], "consistent")
+        for r in records
+        for name, c in r["claims"].items()
+        if c["status"] in ("violated", "consistent")
+    ]
 
 
-def _cmd_bench_flawed(args: argparse.Namespace) -> int:
+def _cmd_bench_flawed(args: argparse.Namespace) -> Verdicts:
     from dpaudit.audit.benchmark import run_benchmark
     from dpaudit.reports.tables import format_benchmark
 
@@ -408,8 +535,33 @@ def _cmd_bench_flawed(args: argparse.Namespace) -> int:
     print(format_benchmark(frame))
     if args.csv is not None:
         frame.to_csv(args.csv, index=False)
-    flagged_correct = bool((frame["flagged"] & frame["correct"]).any())
-    return EXIT_VIOLATION if flagged_correct else EXIT_OK
+    # A flawed mechanism left unflagged is a miss of the attack (its power), not a verdict.
+    return [
+        (
+            f"{row.name}: eps = {row.claimed_epsilon:g}",
+            "violated" if row.flagged else "consistent",
+            "consistent" if row.correct else "violated",
+        )
+        for row in frame.itertuples()
+        if row.correct or row.flagged
+    ]
+
+
+def _exit_code(verdicts: Verdicts, args: argparse.Namespace) -> int:
+    """The exit code of every command (the rule of the module docstring). Unless ``--quiet``,
+    names each claim whose verdict was not the expected one on a ``REFUTED:`` (or
+    ``NOT REFUTED:``) line of stdout, or says ``all verdicts as expected``."""
+    unexpected = [(claim, verdict) for claim, verdict, expected in verdicts if verdict != expected]
+    if not getattr(args, "quiet", False):
+        for claim, verdict in unexpected:
+            if verdict == "violated":
+                print(f"REFUTED: {claim}")
+            else:
+                print(f"NOT REFUTED: {claim} (its refutation was expected)")
+        if verdicts and not unexpected:
+            print("all verdicts as expected")
+    fail = getattr(args, "fail_on_violation", True)
+    return EXIT_VIOLATION if unexpected and fail else EXIT_OK
 
 
 def _run(argv: Sequence[str] | None) -> int:
@@ -417,7 +569,8 @@ def _run(argv: Sequence[str] | None) -> int:
     args = None
     try:
         args = parser.parse_args(argv)
-        return args.func(args)
+        _check_outputs(args)
+        return _exit_code(args.func(args), args)
     except (_UsageError, ValueError, OSError) as exc:
         message = " ".join(str(exc).split())
         print(f"dpaudit: error: {message}", file=sys.stderr)
@@ -439,10 +592,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     Warnings (e.g. a damaged file in a ``--store``, drawn again) are shown after a command that
     succeeds, as ``dpaudit: warning: ...``, one line each; after an error only the error's one
     line is shown. Floating-point notices of numpy (``overflow encountered in ...``) are not
-    shown: results are checked for what they could mean.
+    shown: results are checked for what they could mean; nor is joblib's notice that "0 tasks"
+    were cancelled, which a resumed run with nothing left to run draws.
     """
     with warnings.catch_warnings(record=True) as caught:
         warnings.filterwarnings("ignore", message=".* encountered in ", category=RuntimeWarning)
+        # joblib's notice when a resumed run had no batch left to run: nothing was cancelled.
+        warnings.filterwarnings("ignore", message="0 tasks which were still being processed")
         code = _run(argv)
     if code in (EXIT_OK, EXIT_VIOLATION):
         for shown in dict.fromkeys(" ".join(str(w.message).split()) for w in caught):

@@ -2,12 +2,13 @@
 
 Input: one table (CSV, Parquet when pyarrow is installed, ``.npz``) with a score column and a
 membership column (1 = the run/canary was "in", ``D_prime``; 0 = "out", ``D``), or two files
-(``--out FILE`` for the scores on ``D`` and ``FILE`` for those on ``D_prime``; CSV column, ``.npy``
-or one-column tables). Many-run scores give :func:`dpaudit.audit.scores.audit_scores` and a full
-report; ``--one-run`` treats the rows as canaries of one training run
-(:func:`dpaudit.audit.one_run.audit_one_run`) and writes its report
-(:func:`dpaudit.reports.one_run.write_one_run`).
-Exit codes as for ``run``: 0, 1 (input error: one line, nothing written), 3 (a given claim
+(``--nonmembers FILE`` for the scores on ``D`` and ``FILE`` for those on ``D_prime``; CSV column,
+``.npy`` or one-column tables; ``--out`` is the old, deprecated spelling of ``--nonmembers``).
+Many-run scores give :func:`dpaudit.audit.scores.audit_scores` and a full report; ``--one-run``
+treats the rows as canaries of one training run (:func:`dpaudit.audit.one_run.audit_one_run`) and
+writes its report (:func:`dpaudit.reports.one_run.write_one_run`).
+Exit codes as for ``run`` (:mod:`dpaudit.cli` decides them from what :func:`run` returns): 0, 1
+(input error: one line naming the file or option, nothing written), 3 (a given claim
 ``--claim-mu`` is refuted).
 """
 
@@ -15,20 +16,42 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import warnings
+import zipfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from dpaudit._core.validation import check_input_file
+
 __all__ = ["add_parser", "load_table", "membership_column"]
 
-EXIT_OK, EXIT_VIOLATION = 0, 3
+#: Each side of a many-run audit needs this many scores.
+MIN_SCORES = 4
+
+#: A one-run audit needs this many canaries (rows).
+MIN_CANARIES = 2
+
+#: Widest range of finite scores: the score grid adds half the range on each side, and its
+#: width must stay a finite float.
+MAX_SPREAD = float(np.finfo(float).max) / 4
 
 
 def _read(path: Path) -> pd.DataFrame:
-    if not path.is_file():
-        raise ValueError(f"{path}: no such file")
+    """The table in ``path``; any failure to read it is one ``ValueError`` naming the file."""
+    check_input_file(path, "scores file")
+    try:
+        return _read_table(path)
+    except (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile) as exc:
+        if str(exc).startswith(f"{path}: "):
+            raise
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        raise ValueError(f"{path}: cannot be read as a {path.suffix} file ({reason})") from None
+
+
+def _read_table(path: Path) -> pd.DataFrame:
     suffix = path.suffix.lower()
     if suffix == ".csv":
         return pd.read_csv(path)
@@ -52,11 +75,24 @@ def _column(frame: pd.DataFrame, name: str, path: Path) -> pd.Series:
     return frame[name]
 
 
-def _scores(series: pd.Series, name: str) -> np.ndarray:
+def _scores(series: pd.Series, name: str, path: Path) -> np.ndarray:
     values = pd.to_numeric(series, errors="coerce").to_numpy(dtype=float)
     if np.isnan(values).any():
-        raise ValueError(f"column {name!r} has missing or non-numeric scores")
+        raise ValueError(f"{path}: column {name!r} has missing or non-numeric scores")
+    finite = values[np.isfinite(values)]
+    with np.errstate(over="ignore"):
+        spread = float(finite.max() - finite.min()) if finite.size else 0.0
+    if not spread <= MAX_SPREAD:
+        raise ValueError(
+            f"{path}: column {name!r}: the scores span {finite.min():g} to {finite.max():g}, "
+            f"a range wider than {MAX_SPREAD:.3g}; rescale them"
+        )
     return values
+
+
+def _enough(count: int, what: str, minimum: int = MIN_SCORES) -> None:
+    if count < minimum:
+        raise ValueError(f"{what}: needs at least {minimum} scores, got {count}")
 
 
 def membership_column(series: pd.Series, name: str) -> np.ndarray:
@@ -71,26 +107,55 @@ def membership_column(series: pd.Series, name: str) -> np.ndarray:
 
 def load_table(args: argparse.Namespace) -> tuple[np.ndarray, np.ndarray]:
     """``(scores, membership)`` from the command's files."""
+    if args.out is not None:
+        if args.nonmembers is not None:
+            raise ValueError("--out is the old spelling of --nonmembers: give one of them")
+        warnings.warn(
+            "--out is deprecated (it names an input, not the output); use --nonmembers",
+            FutureWarning,
+            stacklevel=2,
+        )
+        args.nonmembers = args.out
     frame = _read(args.file)
-    if args.out is None:
-        scores = _scores(_column(frame, args.score_column, args.file), args.score_column)
+    if args.nonmembers is None:
+        scores = _scores(_column(frame, args.score_column, args.file), args.score_column, args.file)
         member = membership_column(
             _column(frame, args.member_column, args.file), args.member_column
         )
         return scores, member
-    other = _read(args.out)
-    s_in = _scores(_column(frame, args.score_column, args.file), args.score_column)
-    s_out = _scores(_column(other, args.score_column, args.out), args.score_column)
+    other = _read(args.nonmembers)
+    column = args.score_column
+    s_in = _scores(_column(frame, column, args.file), column, args.file)
+    s_out = _scores(_column(other, column, args.nonmembers), column, args.nonmembers)
     member = np.concatenate([np.zeros(s_out.size, np.int8), np.ones(s_in.size, np.int8)])
     return np.concatenate([s_out, s_in]), member
 
 
-def add_parser(sub: Any, func: Any) -> None:
-    """Add the ``scores`` sub-command to ``sub`` (an argparse sub-parsers object)."""
+def add_parser(sub: Any, func: Any) -> argparse.ArgumentParser:
+    """Add the ``scores`` sub-command to ``sub`` (an argparse sub-parsers object); return it."""
     p = sub.add_parser("scores", help="audit attack scores computed elsewhere")
-    p.add_argument("file", type=Path, help="scores table (.csv/.parquet/.npz/.npy)")
-    p.add_argument("-o", "--output", type=Path, required=True, help="report directory")
-    p.add_argument("--out", type=Path, help="second file: the scores on D (members 'out')")
+    p.add_argument(
+        "file",
+        type=Path,
+        help="scores table (.csv/.parquet/.npz/.npy); with --nonmembers, the members' scores",
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        required=True,
+        metavar="DIR",
+        help="report directory (an earlier report there is replaced); the inputs are FILE and "
+        "--nonmembers",
+    )
+    p.add_argument(
+        "--nonmembers",
+        type=Path,
+        metavar="FILE",
+        help="second input file: the scores on D (non-members, 'out'); FILE then holds those on "
+        "D' (members, 'in')",
+    )
+    p.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     p.add_argument("--score-column", default="score", help="score column (default: score)")
     p.add_argument(
         "--member-column", default="member", help="membership column, 0/1 (default: member)"
@@ -122,10 +187,12 @@ def add_parser(sub: Any, func: Any) -> None:
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no summary on stdout")
     p.set_defaults(func=func)
+    return p
 
 
-def run(args: argparse.Namespace) -> int:
-    """Run the ``scores`` command; returns the exit code."""
+def run(args: argparse.Namespace) -> list[tuple[str, str, str]]:
+    """Run the ``scores`` command; return its verdicts as :data:`dpaudit.cli.Verdicts` does:
+    ``[(claim, "violated" | "consistent", "consistent")]`` with ``--claim-mu``, else ``[]``."""
     from dpaudit import reports
     from dpaudit.audit.one_run import audit_one_run
     from dpaudit.audit.scores import audit_scores
@@ -136,7 +203,6 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--claim-mu must be a positive number, got {args.claim_mu}")
     if args.one_run and args.threshold:
         raise ValueError("--threshold applies to scores of many models, not to --one-run")
-    reports.writer.check_output_directory(args.output)
     scores, member = load_table(args)
     if args.one_run:
         if (args.sample_rate is None) != (args.steps is None):
@@ -145,6 +211,7 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError("--family dpsgd needs --sample-rate and --steps, and they need it")
         if args.claim_mu is not None and args.method != "fdp":
             raise ValueError("--claim-mu needs --method fdp (the steinke test refutes no mu)")
+        _enough(scores.size, f"{args.file}: canaries (rows)", MIN_CANARIES)
         result = audit_one_run(
             scores,
             member,
@@ -166,9 +233,12 @@ def run(args: argparse.Namespace) -> int:
                 f"({result.correct}/{result.guesses} correct guesses, ceiling "
                 f"{result.epsilon_ceiling():.4g})"
             )
-            if refuted:
-                print(f"REFUTED: the claim mu = {args.claim_mu:g} (mu >= {result.mu:.4g})")
-        return EXIT_VIOLATION if refuted else EXIT_OK
+        if args.claim_mu is None:
+            return []
+        claim = f"one run: {args.file.name}: {args.claim_mu:g}-GDP"
+        return [(claim, "violated" if refuted else "consistent", "consistent")]
+    _enough(int((member == 0).sum()), f"{args.nonmembers or args.file}: non-members (D)")
+    _enough(int((member == 1).sum()), f"{args.file}: members (D')")
     result = audit_scores(
         scores[member == 0],
         scores[member == 1],
@@ -191,4 +261,6 @@ def run(args: argparse.Namespace) -> int:
             f"delta={args.delta:g}, mu >= {result.mu_lower_bound():.4g} (ceiling for this n: "
             f"mu {result.mu_ceiling():.4g}); report: {args.output / 'index.html'}"
         )
-    return EXIT_VIOLATION if claim is not None and record["verdict"] == "violated" else EXIT_OK
+    if claim is None:
+        return []
+    return [(f"scores: {args.file.name}: {args.claim_mu:g}-GDP", record["verdict"], "consistent")]

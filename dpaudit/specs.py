@@ -54,6 +54,7 @@ from dpaudit._core.device import check_device
 from dpaudit._core.jsonvalues import to_json_value
 from dpaudit._core.validation import (
     check_choice,
+    check_input_file,
     check_integer,
     check_n_jobs,
     check_probability,
@@ -749,9 +750,20 @@ def _zcdp_claim(mechanism: Mechanism, rho: float, xi: float, delta: float) -> Tr
     return ApproxZCDP(rho, xi, delta).tradeoff()
 
 
+def _approx_dp_claim(mechanism: Mechanism, eps: float, delta: float) -> TradeoffCurve:
+    """The claim ``(eps, delta)``-DP; ``delta >= 1`` is refused: every mechanism satisfies it,
+    so no audit could ever refute it."""
+    if delta >= 1:
+        raise ValueError(
+            f"delta must be below 1, got {delta!r}: (eps, 1)-DP holds for every mechanism, so "
+            "the claim could never be refuted"
+        )
+    return approx_dp(eps, delta)
+
+
 register_claim(
     "approx_dp",
-    lambda mechanism, eps, delta: approx_dp(eps, delta),
+    _approx_dp_claim,
     {"eps": Param("number"), "delta": Param("number", False, 0.0)},
     "(eps, delta)-DP",
 )
@@ -1055,6 +1067,8 @@ def _tables_of(data: Mapping[str, Any], kind: str, source: str, expected: str) -
         raise ctx.error(
             kind, f"expected [[{kind}]] tables (an array of tables), got a single table"
         )
+    if not tables:
+        raise ctx.error(kind, f"an empty array; expected at least one [[{kind}]] table")
     return tables
 
 
@@ -1093,9 +1107,11 @@ def loads(
 
 def _read_spec_file(path: Path) -> str:
     try:
+        check_input_file(path, "spec file")
+    except ValueError as exc:
+        raise SpecError(str(exc)) from None
+    try:
         return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SpecError(f"{path}: spec file not found") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecError(f"{path}: cannot read spec file ({exc})") from None
 

@@ -4,7 +4,8 @@ written, never a traceback, a hang or lost work.
 One test per failure class: specs nested a thousand deep, trial counts and compositions beyond
 the machine, names of thousands of characters, foreign code that raises or exits, foreign code
 that returns strings or nothing, damaged store files, SIGINT during the pilot of a stored run,
-and progress output into a log file.
+progress output into a log file, populations and grids beyond memory, relative module names,
+Poisson rates that underflow, specs that say nothing and inputs that are no regular file.
 """
 
 from __future__ import annotations
@@ -359,11 +360,36 @@ def test_sigint_during_the_pilot_of_a_stored_run_keeps_the_pilot(tmp_path: Path)
 # --- progress into a log file -------------------------------------------------------------------
 
 
-def test_progress_into_a_log_file_has_no_carriage_returns(tmp_path: Path) -> None:
+def test_progress_into_a_log_file_is_whole_lines(tmp_path: Path) -> None:
     spec = _spec(tmp_path, _audit_toml(trials="20_000"))
     code, _, err = _cli("run", spec, "-o", tmp_path / "out")  # stderr is not a terminal here
     assert code == cli.EXIT_OK
-    assert "\r" not in err and err.splitlines() == ["a: consistent"]
+    lines = err.splitlines()
+    assert "\r" not in err
+    assert lines[0] == "dpaudit: [1/1] a: 20,000 trials per dataset"
+    assert lines[-1] == "dpaudit: [1/1] a: consistent"
+    bars = lines[1:-1]  # the first at once, the last when done, at most one per interval between
+    assert "0%" in bars[0] and "100%" in bars[-1] and "(selection + evaluation" in bars[-1]
+    code, _, err = _cli("run", spec, "-o", tmp_path / "out", "--quiet")
+    assert code == cli.EXIT_OK and err == ""
+
+
+def test_the_main_job_reports_progress_into_a_file(tmp_path: Path) -> None:
+    """``dpaudit suite -o reports/`` with stderr redirected to a file: stage lines arrive there
+    as the stages start, and a resumed run draws no notice of cancelled tasks."""
+    log = tmp_path / "stderr.log"
+    argv = [sys.executable, "-m", "dpaudit.cli", "suite", "-o", "reports/", "--trials", "2000"]
+    for _ in range(2):  # the second run resumes every audit from the store
+        with log.open("w") as err:
+            done = subprocess.run(
+                [*argv, "--store", "store"], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=err
+            )
+        assert done.returncode == cli.EXIT_OK, log.read_text()
+        lines = log.read_text().splitlines()
+        count = len(specs.suite())
+        assert lines[0] == f"dpaudit: [1/{count}] gaussian: 2,000 trials per dataset"
+        assert f"dpaudit: [{count}/{count}] laplace-overclaimed: violated" in lines
+        assert not [line for line in lines if "warning" in line or "cancelled" in line]
 
 
 def test_progress_bar_says_what_it_counts(capsys: pytest.CaptureFixture[str]) -> None:
@@ -372,3 +398,78 @@ def test_progress_bar_says_what_it_counts(capsys: pytest.CaptureFixture[str]) ->
     )
     last = capsys.readouterr().err.split("\r")[-1]
     assert "(selection + evaluation trials per dataset)" in last and "30.0k/30.0k" in last
+
+
+# --- sizes beyond memory, names that are no module, rates that underflow -------------------------
+
+
+def test_a_noisy_mean_population_beyond_memory_is_refused_naming_n_and_d() -> None:
+    from dpaudit.mechanisms import NoisyMean
+
+    with pytest.raises(ValueError, match=r"n = 1000000000 records of d = 10 .*\(n \+ 1\) \* d"):
+        NoisyMean(d=10, n=10**9, sigma=1.0)
+
+
+def test_bins_beyond_memory_are_refused_before_drawing() -> None:
+    with pytest.raises(ValueError, match=r"bins must be an integer in \[2, 1048576\]"):
+        dpaudit.audit_mechanism(Gaussian(1.0), trials=1000, bins=10**12, seed=0)
+
+
+@pytest.mark.parametrize("target", ["..x:y", ".x:y", "a..b:c"])
+def test_relative_or_malformed_module_names_of_foreign_code_are_one_line(
+    tmp_path: Path, target: str
+) -> None:
+    text = _audit_toml(mechanism=_blackbox(target)) + 'attack = { kind = "threshold" }\n'
+    _refused(tmp_path, text, repr(target), "not an absolute module name")
+
+
+def test_dpsgd_with_a_poisson_rate_that_underflows_the_gaps_samples() -> None:
+    """Geometric gaps of a rate below ~1e-18 reach numpy's cap 2^63 - 1, and summing them used
+    to overflow and loop forever; run in a process with a time limit so a hang fails the test."""
+    code = (
+        "import numpy as np\n"
+        "from dpaudit.mechanisms import datasets as ds\n"
+        "from dpaudit.mechanisms.dpsgd import DPSGD\n"
+        "m = DPSGD('logistic', ds.synthetic(n=7, dim=3, seed=4), sigma=1.0, rate=1e-19,\n"
+        "          steps=4, clip=0.7)\n"
+        "print(m.sample(m.worst_case_pair().d_prime, 5, np.random.default_rng(0)).shape)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "(5, 5)"
+
+
+# --- specs that say nothing, files that are no files ----------------------------------------------
+
+
+def test_an_empty_array_of_audits_is_refused(tmp_path: Path) -> None:
+    _refused(tmp_path, "audit = []\n", "audit: an empty array", "at least one [[audit]]")
+
+
+def test_a_claim_no_mechanism_can_break_is_refused(tmp_path: Path) -> None:
+    text = _audit_toml() + 'claim = { kind = "approx_dp", eps = 1.0, delta = 1.0 }\n'
+    _refused(tmp_path, text, "claim (approx_dp): delta must be below 1", "never be refuted")
+
+
+@pytest.mark.parametrize("command", ["run", "audit-accountant", "report"])
+def test_a_fifo_given_as_input_is_refused_without_reading_it(tmp_path: Path, command: str) -> None:
+    fifo = tmp_path / "spec.toml"
+    os.mkfifo(fifo)  # opening it for reading would block until someone writes
+    code, _, err = _cli(command, fifo, "-o", tmp_path / "out")
+    assert code == cli.EXIT_USER_ERROR
+    assert err.count("\n") == 1 and f"{fifo}: the " in err and "is not a regular file" in err
+
+
+def test_accountant_progress_into_a_log_file_is_whole_lines(tmp_path: Path) -> None:
+    spec = tmp_path / "acc.toml"
+    spec.write_text(
+        '[[accountant_audit]]\nname = "g"\nmechanism = { kind = "gaussian", sigma = 1.0 }\n'
+        'accountants = ["dpaudit:pld"]\nepsilons = [1.0]\ntrials = 20_000\n'
+    )
+    code, _, err = _cli("audit-accountant", spec, "-o", tmp_path / "out")
+    assert code == cli.EXIT_OK and "\r" not in err
+    lines = err.splitlines()
+    assert lines[0] == "dpaudit: [1/1] g: 20,000 trials"
+    assert "(privacy loss)" in lines[-1] and "100%" in lines[-1]

@@ -306,3 +306,189 @@ def test_command_line_process(tmp_path: Path) -> None:
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     assert done.stdout == ""
     assert [p.name for p in tmp_path.iterdir()] == ["bad.toml"]
+
+
+# --- one exit-code rule: 3 when a claim is refuted that was not declared an expected refutation --
+
+
+def test_suite_exits_3_on_a_refutation_it_does_not_expect(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    no_figures: None,
+) -> None:
+    (overclaimed,) = specs.load(OVERCLAIMED)  # no `expect`: the claim is meant to hold
+    monkeypatch.setattr(specs, "suite", lambda: [overclaimed])
+    args = ("suite", "-o", tmp_path / "s", "--trials", "20000")
+    code, out, _ = run_cli(capsys, *args)
+    assert code == EXIT_VIOLATION
+    assert "REFUTED: laplace-overclaimed: (1, 0)-DP" in out and "as expected" not in out
+    code, out, _ = run_cli(capsys, *args, "--no-fail-on-violation")
+    assert code == EXIT_OK and "REFUTED: laplace-overclaimed" in out
+
+
+def test_suite_exits_0_on_the_refutation_it_declares(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    no_figures: None,
+) -> None:
+    declared = [a for a in specs.suite() if a.expect == "violated"]
+    assert [a.name for a in declared] == ["laplace-overclaimed"]
+    monkeypatch.setattr(specs, "suite", lambda: declared)
+    code, out, _ = run_cli(capsys, "suite", "-o", tmp_path / "s", "--trials", "20000")
+    assert code == EXIT_OK
+    assert "REFUTED" not in out and out.splitlines()[-1] == "all verdicts as expected"
+
+
+def test_audit_accountant_exits_3_on_a_refuted_accountant(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dpaudit.audit import accountant
+    from dpaudit.reports import accountants
+
+    def run_accountant_spec(spec: object, *, progress: object) -> dict:
+        claims = {"a:pld": {"status": "consistent"}, "b:rdp": {"status": "violated"}}
+        summary = {"b:rdp": "VIOLATED at eps = 1"}
+        return {"name": spec.name, "claims": claims, "summary": summary}  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(accountant, "run_accountant_spec", run_accountant_spec)
+    monkeypatch.setattr(accountants, "write_accountant_report", lambda records, path: path)
+    args = ("audit-accountant", EXAMPLES / "accountant-rr-composed.toml", "-o", tmp_path / "a")
+    code, out, _ = run_cli(capsys, *args)
+    assert code == EXIT_VIOLATION
+    assert "rr-composed: b:rdp: VIOLATED at eps = 1" in out and "REFUTED: rr-composed: b:rdp" in out
+    assert "a:pld" not in out.split("REFUTED")[-1]
+    code, _, _ = run_cli(capsys, *args, "--no-fail-on-violation")
+    assert code == EXIT_OK
+
+
+# --- output directories: checked before any trial, one line naming the option ---------------------
+
+
+def _no_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make every command's first piece of work fail the test."""
+    from dpaudit import scores_command
+    from dpaudit.audit import accountant
+
+    def work(*args: object, **kwargs: object) -> None:
+        raise AssertionError("work started before the output was checked")
+
+    monkeypatch.setattr(specs.AuditSpec, "run", work)
+    monkeypatch.setattr(accountant, "run_accountant_spec", work)
+    monkeypatch.setattr(scores_command, "load_table", work)
+    monkeypatch.setattr(reports, "load_results", work)
+
+
+COMMANDS = {
+    "run": ("run", str(OVERCLAIMED)),
+    "suite": ("suite",),
+    "scores": ("scores", str(EXAMPLES / "gaussian.toml")),
+    "audit-accountant": ("audit-accountant", str(EXAMPLES / "accountant-rr-composed.toml")),
+    "report": ("report", "results.json"),
+}
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+@pytest.mark.parametrize("where", ["proc", "under-a-file", "foreign-directory"])
+def test_unwritable_output_is_refused_before_any_work(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    command: str,
+    where: str,
+) -> None:
+    if where == "proc" and not Path("/proc/self").is_dir():
+        pytest.skip("no /proc here")
+    _no_work(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    Path("spec.toml").write_text("mine")
+    output = {"proc": "/proc/x", "under-a-file": "spec.toml/sub", "foreign-directory": "."}[where]
+    code, out, err = run_cli(capsys, *COMMANDS[command], "-o", output)
+    assert code == EXIT_USER_ERROR and out == ""
+    assert err.count("\n") == 1 and err.startswith(f"dpaudit: error: -o {output}: "), err
+    assert ".tmp" not in err and "probe" not in err
+    assert [p.name for p in tmp_path.iterdir()] == ["spec.toml"]
+
+
+@pytest.mark.parametrize("command", ["run", "suite"])
+@pytest.mark.parametrize("store", ["r", "r/store"])
+def test_store_inside_the_output_is_refused_before_any_work(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    command: str,
+    store: str,
+) -> None:
+    _no_work(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_cli(capsys, *COMMANDS[command], "-o", "r", "--store", store)
+    assert code == EXIT_USER_ERROR
+    assert err.count("\n") == 1 and f"--store {store} is inside -o r" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+# --- help and options shared by the commands ----------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["run", "suite", "report", "audit-accountant", "scores"])
+def test_help_says_what_o_receives_and_every_writing_command_takes_q(
+    capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "-o DIR, --output DIR report directory" in text
+    assert "-q, --quiet" in text
+
+
+def test_bounds_format_has_help(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["bounds", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--format {text,csv,json} table on stdout" in text
+
+
+def test_bench_flawed_exits_3_only_when_a_correct_mechanism_is_flagged(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pandas as pd
+
+    from dpaudit.audit import benchmark
+    from dpaudit.reports import tables
+
+    rows = {
+        "name": ["broken-caught", "broken-missed", "correct"],
+        "correct": [False, False, True],
+        "flagged": [True, False, False],
+        "claimed_epsilon": [1.0, 1.0, 1.0],
+    }
+    frame = pd.DataFrame(rows)
+    monkeypatch.setattr(benchmark, "run_benchmark", lambda *a, **k: frame)
+    monkeypatch.setattr(tables, "format_benchmark", lambda f: "table")
+    code, out, _ = run_cli(capsys, "bench-flawed")
+    assert code == EXIT_OK and out.splitlines()[-1] == "all verdicts as expected"
+    frame.loc[2, "flagged"] = True
+    code, out, _ = run_cli(capsys, "bench-flawed")
+    assert code == EXIT_VIOLATION and "REFUTED: correct: eps = 1" in out
+    assert run_cli(capsys, "bench-flawed", "--no-fail-on-violation")[0] == EXIT_OK
+
+
+@pytest.mark.parametrize("csv", ["spec.toml/table.csv", "missing/table.csv", "."])
+def test_bench_flawed_csv_is_checked_before_the_benchmark_runs(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    csv: str,
+) -> None:
+    from dpaudit.audit import benchmark
+
+    def run_benchmark(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the benchmark ran before --csv was checked")
+
+    monkeypatch.setattr(benchmark, "run_benchmark", run_benchmark)
+    monkeypatch.chdir(tmp_path)
+    Path("spec.toml").write_text("mine")
+    code, _, err = run_cli(capsys, "bench-flawed", "--csv", csv)
+    assert code == EXIT_USER_ERROR
+    assert err.count("\n") == 1 and err.startswith(f"dpaudit: error: --csv {csv}: "), err

@@ -1,5 +1,8 @@
 """dpaudit scores: files in, report out, one-line errors, exit codes."""
 
+import json
+import os
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -107,3 +110,74 @@ def test_declared_threshold_on_the_command_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "--threshold" in err
     assert not (tmp_path / "o").exists()
+
+
+def test_a_refuted_claim_and_a_claim_that_holds_print_different_verdict_lines(table, capsys):
+    path, _ = table
+    argv = ["scores", str(path / "s.csv"), "-o", str(path / "r")]
+    assert main([*argv, "--claim-mu", "0.3"]) == 3
+    out = capsys.readouterr().out
+    assert "REFUTED: scores: s.csv: 0.3-GDP" in out and "as expected" not in out
+    assert main([*argv, "--claim-mu", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "REFUTED" not in out and out.splitlines()[-1] == "all verdicts as expected"
+    assert main([*argv, "--claim-mu", "0.3", "--no-fail-on-violation"]) == 0
+
+
+def _damaged_npz(path):
+    np.savez(path, score=np.arange(10.0), member=np.r_[np.zeros(5), np.ones(5)])
+    path.write_bytes(path.read_bytes()[:40])
+
+
+@pytest.mark.parametrize(
+    ("name", "write", "needle"),
+    [
+        ("d.npz", _damaged_npz, "cannot be read as a .npz file"),
+        ("latin.csv", lambda p: p.write_bytes(b"score,member\n\xe9\xff,1\n"), "cannot be read"),
+        ("empty.csv", lambda p: p.write_text(""), "cannot be read as a .csv file"),
+        (
+            "huge.csv",
+            lambda p: p.write_text("score,member\n" + "1e308,1\n-1e308,0\n" * 3),
+            "column 'score': the scores span -1e+308 to 1e+308",
+        ),
+        (
+            "wide.csv",
+            lambda p: p.write_text("score,member\n" + "1e308,1\n0,0\n" * 3),
+            "column 'score': the scores span 0 to 1e+308, a range wider than",
+        ),
+        ("few.csv", lambda p: p.write_text("score,member\n1,1\n2,0\n3,1\n"), "at least 4 scores"),
+        ("fifo.csv", lambda p: os.mkfifo(p), "the scores file is not a regular file"),
+    ],
+)
+def test_unreadable_scores_are_one_line_naming_the_file(tmp_path, capsys, name, write, needle):
+    path = tmp_path / name
+    write(path)
+    assert main(["scores", str(path), "-o", str(tmp_path / "r")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"error: {path}: " in err and needle in err, err
+    assert "scores_d" not in err and "width" not in err
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_one_run_file_of_one_canary_is_one_line_naming_the_file(tmp_path, capsys):
+    path = tmp_path / "one.csv"
+    path.write_text("score,member\n1,0\n")
+    assert main(["scores", str(path), "--one-run", "-o", str(tmp_path / "r")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"error: {path}: canaries (rows): needs at least 2" in err
+
+
+def test_the_second_input_file_is_nonmembers_and_out_is_a_deprecated_alias(tmp_path, capsys):
+    rng = np.random.default_rng(1)
+    np.save(tmp_path / "out.npy", rng.standard_normal(500))
+    np.save(tmp_path / "in.npy", rng.standard_normal(500) + 1.0)
+    argv = ["scores", str(tmp_path / "in.npy"), "-o", str(tmp_path / "r"), "-q"]
+    assert main([*argv, "--nonmembers", str(tmp_path / "out.npy")]) == 0
+    first = json.loads((tmp_path / "r" / "results.json").read_text())["audits"][0]
+    assert capsys.readouterr().err == ""
+    assert main([*argv, "--out", str(tmp_path / "out.npy")]) == 0
+    assert "--out is deprecated" in capsys.readouterr().err
+    again = json.loads((tmp_path / "r" / "results.json").read_text())["audits"][0]
+    assert again["epsilon_lower_bounds"] == first["epsilon_lower_bounds"]
+    both = [*argv, "--out", str(tmp_path / "out.npy"), "--nonmembers", str(tmp_path / "out.npy")]
+    assert main(both) == 1

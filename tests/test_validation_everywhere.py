@@ -79,7 +79,7 @@ CASES = [
     ("audit strategy", _gaussian_audit(strategy="x"), "strategy must be one of 'holdout'"),
     ("audit n_jobs", _gaussian_audit(n_jobs=0), "n_jobs must be a non-zero integer"),
     ("audit chunk_size", _gaussian_audit(chunk_size=0), "chunk_size must be an integer in [1,"),
-    ("audit bins", _gaussian_audit(bins=1), "bins must be an integer in [2, inf), got 1"),
+    ("audit bins", _gaussian_audit(bins=1), "bins must be an integer in [2, 1048576], got 1"),
     ("audit store", _gaussian_audit(store=3), "store must be None or a directory path, got 3"),
     ("audit attack", _gaussian_audit(attack=3), "attack must be a dpaudit Attack, got int"),
     (

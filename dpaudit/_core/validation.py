@@ -9,7 +9,11 @@ old path ``dpaudit.bounds.validation`` still works.
 from __future__ import annotations
 
 import math
+import os
+import stat
+import tempfile
 from numbers import Integral, Real
+from pathlib import Path
 
 import numpy as np
 
@@ -21,6 +25,8 @@ __all__ = [
     "check_integer",
     "check_choice",
     "check_n_jobs",
+    "check_writable_directory",
+    "check_input_file",
     "check_array_in_unit_interval",
     "check_eps_array",
     "scalar_like",
@@ -116,6 +122,56 @@ def check_n_jobs(name: str, value: object) -> int:
             f"{name} must be a non-zero integer (-1: all cores, -2: all but one), got {value!r}"
         )
     return out
+
+
+def check_input_file(path: str | os.PathLike[str], what: str = "file") -> Path:
+    """Return ``path`` as a ``Path`` if it names a regular file (or a link to one).
+
+    Refuses (``ValueError`` starting with the path) a missing path (``<path>: <what> not found``)
+    and anything else that is not a regular file: a directory, or a FIFO or device, whose reading
+    could block forever.
+    """
+    path = Path(path)
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise ValueError(f"{path}: {what} not found") from None
+    except OSError as exc:
+        reason = (exc.strerror or type(exc).__name__).lower()
+        raise ValueError(f"{path}: cannot read the {what} ({reason})") from None
+    if not stat.S_ISREG(mode):
+        raise ValueError(f"{path}: the {what} is not a regular file")
+    return path
+
+
+def check_writable_directory(
+    name: str, path: str | os.PathLike[str], *, replaced: bool = False
+) -> Path:
+    """Return ``path`` as a ``Path`` if a directory can be created, or written, there.
+
+    Refuses (``ValueError`` naming ``name`` and ``path``) a path that exists and is not a
+    directory, one under a file, and one whose nearest existing directory does not accept a new
+    directory (read-only, ``/proc``, no permission): tried by creating and removing an empty
+    directory there, so that the refusal comes before any work instead of after it. With
+    ``replaced``, ``path`` is written as a whole beside itself (built in a sibling and renamed),
+    so the place tried is its parent. Nothing is left behind.
+    """
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"{name} {path}: exists and is not a directory")
+    place = path.parent if replaced else path
+    while not place.exists() and place != place.parent:
+        place = place.parent
+    if place.exists() and not place.is_dir():
+        raise ValueError(f"{name} {path}: {place} is a file, not a directory")
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".dpaudit-probe-", dir=place))
+    except OSError as exc:
+        reason = (exc.strerror or type(exc).__name__).lower()
+        raise ValueError(
+            f"{name} {path}: cannot create a directory in {place} ({reason})"
+        ) from None
+    return path
 
 
 def as_float_array(name: str, value: object, expected: str = "an array of numbers") -> np.ndarray:

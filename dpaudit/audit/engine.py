@@ -59,7 +59,7 @@ from dpaudit.attacks.delta_leak import DeltaLeak
 from dpaudit.attacks.likelihood_ratio import LikelihoodRatio
 from dpaudit.audit import device as _device
 from dpaudit.audit.backends import on_dask, single_threaded
-from dpaudit.audit.grid import ScoreGrid
+from dpaudit.audit.grid import MAX_BINS, ScoreGrid
 from dpaudit.audit.limits import SMALLEST_CHUNK, check_duration, check_output_size, check_trials
 from dpaudit.audit.privacy_loss import PrivacyLossStatistics
 from dpaudit.audit.result import AuditResult
@@ -711,7 +711,8 @@ def audit_mechanism(
         Trials per random-stream chunk; default about ``2^15`` scalar values per chunk. Results
         depend on it (it defines the streams), so it is recorded in the result.
     bins:
-        Bins of a continuous score grid; default :func:`default_bins`.
+        Bins of a continuous score grid, at most :data:`~dpaudit.audit.grid.MAX_BINS`;
+        default :func:`default_bins`.
     progress:
         Show a progress bar on stderr; ``None`` shows it for runs of ``10^7`` trials or more
         when stderr is a terminal.
@@ -747,7 +748,11 @@ def audit_mechanism(
     if selection_trials is None:
         selection_trials = default_selection_trials(trials)
     selection_trials = check_trials("selection_trials", selection_trials, minimum=2)
-    bins = default_bins(trials) if bins is None else check_integer("bins", bins, minimum=2)
+    bins = (
+        default_bins(trials)
+        if bins is None
+        else check_integer("bins", bins, minimum=2, maximum=MAX_BINS)
+    )
     _check_run_options(n_jobs, progress, store)
     if not isinstance(privacy_loss, bool):
         raise ValueError(f"privacy_loss must be True or False, got {privacy_loss!r}")

@@ -30,7 +30,7 @@ import numpy as np
 
 from dpaudit._core.validation import check_choice, check_integer
 
-__all__ = ["ScoreGrid", "GRID_KINDS", "MARGIN", "MAX_ATOMS"]
+__all__ = ["ScoreGrid", "GRID_KINDS", "MARGIN", "MAX_ATOMS", "MAX_BINS"]
 
 GRID_KINDS = ("uniform", "lattice", "discrete", "values")
 
@@ -40,6 +40,10 @@ MARGIN = 0.5
 #: A pilot with at most this many distinct score values (after merging values that differ by
 #: rounding only) is treated as discrete.
 MAX_ATOMS = 1000
+
+#: Most bins a grid may have: 64 times the default's largest, and every tally of an audit (two
+#: count rows, four privacy-loss rows) then still fits in tens of megabytes.
+MAX_BINS = 2**20
 
 #: Relative tolerance under which two pilot scores count as the same atom.
 _ATOM_TOL = 1e-9
@@ -84,7 +88,7 @@ class ScoreGrid:
         cls, scores: np.ndarray, bins: int = 2**14, max_atoms: int = MAX_ATOMS
     ) -> ScoreGrid:
         """Choose the grid from pilot scores (both datasets pooled); see the module docstring."""
-        bins = check_integer("bins", bins, minimum=2)
+        bins = check_integer("bins", bins, minimum=2, maximum=MAX_BINS)
         s = np.asarray(scores, dtype=float).ravel()
         if np.isnan(s).any():
             raise ValueError("scores must not contain NaN")

@@ -97,6 +97,11 @@ def load_callable(spec: str, directory: str | Path | None = None) -> Callable[..
     module_name, _, attribute = spec.partition(":")
     if not module_name or not attribute:
         raise ValueError(f"callable must look like 'package.module:function', got {spec!r}")
+    if not all(part.isidentifier() for part in module_name.split(".")):
+        raise ValueError(
+            f"callable {spec!r}: {module_name!r} is not an absolute module name "
+            "(dotted identifiers, such as 'package.module'; relative names are not accepted)"
+        )
     try:
         if directory is not None and _beside(Path(directory), module_name):
             obj: Any = _import_beside(Path(directory), module_name)

@@ -277,16 +277,24 @@ class _MLP(_Model):
 
 def _poisson_cells(rng: np.random.Generator, q: float, cells: int) -> np.ndarray:
     """Sorted indices of the successes among ``cells`` independent Bernoulli(q) trials, drawn
-    as cumulative sums of geometric gaps (work proportional to the successes, not the cells)."""
+    as cumulative sums of geometric gaps (work proportional to the successes, not the cells).
+
+    A gap that alone passes the last cell is cut to ``cells + 1``: the successes are the same, and
+    the sums cannot overflow, as the gaps of a tiny ``q`` (numpy caps them at ``2^63 - 1``) would.
+    """
     if cells == 0:
         return np.zeros(0, dtype=np.int64)
     if q == 1.0:
         return np.arange(cells, dtype=np.int64)
     expected = cells * q
     draw = int(expected + 6.0 * math.sqrt(expected) + 16)
-    pos = np.cumsum(rng.geometric(q, size=draw)) - 1
+
+    def gaps() -> np.ndarray:
+        return np.cumsum(np.minimum(rng.geometric(q, size=draw), cells + 1))
+
+    pos = gaps() - 1
     while pos[-1] < cells:
-        pos = np.concatenate([pos, pos[-1] + np.cumsum(rng.geometric(q, size=draw))])
+        pos = np.concatenate([pos, pos[-1] + gaps()])
     return pos[: np.searchsorted(pos, cells)]
 
 

@@ -68,7 +68,7 @@ from dpaudit.mechanisms.composed import Composed
 from dpaudit.mechanisms.gaussian import Gaussian
 from dpaudit.mechanisms.laplace import Laplace
 
-__all__ = ["NoisyMean", "NOISES", "CALIBRATIONS", "GAMES"]
+__all__ = ["NoisyMean", "NOISES", "CALIBRATIONS", "GAMES", "MAX_RECORD_VALUES"]
 
 #: Noise laws added to every coordinate.
 NOISES = ("gaussian", "laplace")
@@ -80,6 +80,10 @@ CALIBRATIONS = ("release", "coordinate")
 
 #: Tracing games: one fixed dataset for all trials, or a fresh dataset in every trial.
 GAMES = ("fixed", "fresh")
+
+#: Most values ``(n + 1) * d`` of the population sample a NoisyMean draws (its dataset and the
+#: target's replacement): drawing them takes 9 bytes each, about 1.2 GB at this bound.
+MAX_RECORD_VALUES = 2**27
 
 
 class NoisyMean(Mechanism):
@@ -98,7 +102,7 @@ class NoisyMean(Mechanism):
     d:
         Dimension of the records (number of coordinates released).
     n:
-        Number of records averaged.
+        Number of records averaged; ``(n + 1) * d`` must not exceed :data:`MAX_RECORD_VALUES`.
     noise:
         ``"gaussian"`` or ``"laplace"``.
     sigma, scale, mu, eps, delta:
@@ -139,6 +143,11 @@ class NoisyMean(Mechanism):
     ) -> None:
         self.d = check_integer("d", d, minimum=1)
         self.n = check_integer("n", n, minimum=1)
+        if (self.n + 1) * self.d > MAX_RECORD_VALUES:
+            raise ValueError(
+                f"n = {self.n} records of d = {self.d} coordinates: (n + 1) * d must be at most "
+                f"{MAX_RECORD_VALUES} (the population sample is drawn in memory); lower n or d"
+            )
         self.noise = check_choice("noise", noise, NOISES)
         self.calibration = check_choice("calibration", calibration, CALIBRATIONS)
         self.seed = check_integer("seed", seed, minimum=0)

@@ -51,7 +51,7 @@ def _frame_markdown(frame: pd.DataFrame) -> str:
 
 def _section(record: Mapping[str, Any], figures: Mapping[str, str]) -> str:
     name = _inline(record.get("name", "audit"))
-    lines = [f"## {name} — {verdict_label(record)}", ""]
+    lines = [f"## {name} — {_inline(verdict_label(record))}", ""]
     if record.get("description"):
         lines += [_inline(record["description"]), ""]
     lines += [f"**{_inline(verdict_sentence(record))}**", ""]

@@ -31,7 +31,7 @@ import numpy as np
 
 from dpaudit._core.jsonvalues import from_json_value, to_json_value
 from dpaudit._core.provenance import __version__, versions
-from dpaudit._core.validation import check_choice, check_probability
+from dpaudit._core.validation import check_choice, check_input_file, check_probability
 from dpaudit.audit import frames
 from dpaudit.bounds.tradeoff import TradeoffCurve
 from dpaudit.mechanisms.base import METHOD_KINDS, Mechanism
@@ -40,6 +40,7 @@ __all__ = [
     "RESULT_KEYS",
     "build_record",
     "as_record",
+    "check_audits",
     "delta_key",
     "to_json_value",
     "from_json_value",
@@ -355,7 +356,27 @@ def as_record(result: Any) -> dict[str, Any]:
     with :func:`build_record` and its defaults."""
     if isinstance(result, Mapping):
         return dict(result)
+    if not (
+        callable(getattr(result, "verdict", None)) and callable(getattr(result, "to_dict", None))
+    ):
+        raise ValueError(
+            "results must be AuditResult objects or their records (dpaudit.reports.build_record), "
+            f"got {type(result).__name__}"
+        )
     return build_record(result)
+
+
+def check_audits(audits: object, source: str) -> None:
+    """Refuse (``ValueError`` starting with ``source``) ``audits`` that are not a non-empty list
+    of records holding every key of :data:`RESULT_KEYS`: a report of nothing is no report."""
+    if not isinstance(audits, list):
+        raise ValueError(f"{source}: not a dpaudit results file (expected an 'audits' list)")
+    if not audits:
+        raise ValueError(f"{source}: no audit to report (the 'audits' list is empty)")
+    for i, audit in enumerate(audits):
+        missing = [k for k in RESULT_KEYS if not isinstance(audit, Mapping) or k not in audit]
+        if missing:
+            raise ValueError(f"{source}: audit {i + 1} lacks {', '.join(missing)}")
 
 
 def results_document(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -368,16 +389,12 @@ def load_results(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     if path.is_dir():
         path = path / "results.json"
+    check_input_file(path, "results file")
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ValueError(f"{path}: results file not found") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"{path}: not a readable results file ({exc})") from None
-    if not isinstance(document, dict) or not isinstance(document.get("audits"), list):
-        raise ValueError(f"{path}: not a dpaudit results file (expected an 'audits' list)")
-    for i, audit in enumerate(document["audits"]):
-        missing = [k for k in RESULT_KEYS if not isinstance(audit, dict) or k not in audit]
-        if missing:
-            raise ValueError(f"{path}: audit {i + 1} lacks {', '.join(missing)}")
+    except RecursionError:
+        raise ValueError(f"{path}: not a results file (its JSON is nested too deeply)") from None
+    check_audits(document.get("audits") if isinstance(document, dict) else None, str(path))
     return document

@@ -25,10 +25,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from dpaudit._core.validation import check_writable_directory
 from dpaudit.reports.figures import audit_figures, figure_png
 from dpaudit.reports.html import render_html
 from dpaudit.reports.markdown import render_markdown
-from dpaudit.reports.records import as_record, results_document
+from dpaudit.reports.records import as_record, check_audits, results_document
 
 __all__ = ["write", "atomic_directory", "check_output_directory", "REPORT_FILES"]
 
@@ -45,17 +46,20 @@ def _replaceable(path: Path) -> bool:
     return not entries or ("results.json" in entries and entries <= {*REPORT_FILES, "figures"})
 
 
-def check_output_directory(path: str | Path) -> None:
-    """Refuse (``ValueError``) an output ``path`` that exists and is not a dpaudit report.
+def check_output_directory(path: str | Path, *, name: str = "output directory") -> None:
+    """Refuse (``ValueError`` naming ``name`` and ``path``) an output ``path`` that could not
+    receive a report: one that exists and is not a dpaudit report, a file, a path under a file,
+    or one whose parent directory cannot be written.
 
     A report directory holds only :data:`REPORT_FILES` and ``figures/``. Called before a long
-    run so that a run is not wasted on a directory that cannot be written.
+    run so that a run is not wasted on a directory that cannot be written; the command line
+    passes its option, ``name="-o"``.
     """
-    path = Path(path)
+    path = check_writable_directory(name, path, replaced=True)
     if path.exists() and not _replaceable(path):
         raise ValueError(
-            f"output directory {path} exists and is not a dpaudit report (or holds other "
-            "files too); choose another directory or remove it"
+            f"{name} {path}: exists and is not a dpaudit report (or holds other files too); "
+            "choose another directory or remove it"
         )
 
 
@@ -140,12 +144,21 @@ def _slug(name: str, taken: set[str]) -> str:
 
 
 def _document(results: Any) -> dict[str, Any]:
-    """Normalise what :func:`write` accepts into a results document."""
+    """Normalise what :func:`write` accepts into a results document; refuse (``ValueError``)
+    anything else, and a document without audits or with records that lack a key."""
     if isinstance(results, Mapping) and "audits" in results:
-        return {**results, "audits": [as_record(r) for r in results["audits"]]}
-    if isinstance(results, Mapping) or not isinstance(results, Sequence):
-        return results_document([as_record(results)])
-    return results_document([as_record(r) for r in results])
+        audits = results["audits"]
+        if not isinstance(audits, Sequence) or isinstance(audits, str | Mapping):
+            raise ValueError("results: 'audits' must be a list of records")
+        document = {**results, "audits": [as_record(r) for r in audits]}
+    elif isinstance(results, Mapping) or not isinstance(results, Sequence):
+        document = results_document([as_record(results)])
+    elif isinstance(results, str):
+        raise ValueError("results must be AuditResult objects or their records, got str")
+    else:
+        document = results_document([as_record(r) for r in results])
+    check_audits(document["audits"], "results")
+    return document
 
 
 def write(

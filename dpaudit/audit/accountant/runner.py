@@ -141,13 +141,16 @@ def _sample_orders(job: _Job, trials: int, n_jobs: int, progress: bool | None) -
     """The summed tallies of both orders, chunk tasks run by ``joblib`` and added in order."""
     chunk_size = job.chunk_size
     tasks = _tasks(0, trials, chunk_size) + _tasks(1, trials, chunk_size)
-    disable = (2 * trials < 10**7) if progress is None else not progress
+    if progress is None:  # long runs, when stderr is a terminal (tqdm's own check)
+        disable = True if 2 * trials < 10**7 else None
+    else:
+        disable = not progress
     bar = tqdm(
         total=2 * trials,
         unit="sample",
         unit_scale=True,
         file=sys.stderr,
-        disable=True if disable else None,
+        disable=disable,
         desc=f"{getattr(job.mechanism, 'name', 'mechanism')} (privacy loss)",
     )
     totals: list[dict | None] = [None, None]
@@ -209,7 +212,8 @@ def audit_accountant(
         Samples per random-stream chunk (default as in :func:`dpaudit.audit`); results depend on
         it, so it is recorded.
     progress:
-        Progress bar on stderr; ``None`` shows it for ``10^7`` samples or more on a terminal.
+        Progress bar on stderr (``True``: always, ``False``: never); ``None`` shows it for
+        ``10^7`` samples or more on a terminal.
     """
     started = time.perf_counter()
     trials = check_integer("trials", trials, minimum=2)
