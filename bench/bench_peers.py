@@ -135,10 +135,9 @@ def _row(cell: str, results: list[dict[str, float]], ratio: dict) -> None:
     ratios = []
     for mine, peers in ratio.values():
         best = max(mean[p] for p in peers)
-        ratios.append(f"{mean[mine] / best:.3f}" if best > 0 else "-")
-    print(
-        f"| {cell} | " + " | ".join([f"{v:.3f}" for v in mean.values()] + ratios) + " |", flush=True
-    )
+        ratios.append(f"{mean[mine] / best:.3f}" if best > 0 and np.isfinite(mean[mine]) else "-")
+    values = [f"{v:.3f}" if np.isfinite(v) else "-" for v in mean.values()]
+    print(f"| {cell} | " + " | ".join(values + ratios) + " |", flush=True)
 
 
 def main() -> None:
