@@ -35,6 +35,7 @@ audit with a ``ValueError`` naming the mechanism, the stream, the chunk and the 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import os
@@ -361,8 +362,13 @@ def _tallies(
     (and stored as soon as they are finished)."""
     pending = [b for b in batches[start:] if (b[0], b[1]) not in finished]
     run = single_threaded(_run_batch) if on_dask() else _run_batch
-    with Parallel(n_jobs=n_jobs, return_as="generator") as parallel:
-        results = parallel(delayed(run)(job, *batch) for batch in pending)
+    with contextlib.ExitStack() as stack:
+        # A resume with every batch stored starts no pool (whose shutdown would warn that it
+        # cancelled nothing).
+        results: Iterator[_Tally] = iter(())
+        if pending:
+            parallel = stack.enter_context(Parallel(n_jobs=n_jobs, return_as="generator"))
+            results = parallel(delayed(run)(job, *batch) for batch in pending)
         for index in range(start, len(batches)):
             stream, first = batches[index][:2]
             if (stream, first) in finished:
