@@ -256,10 +256,16 @@ def run(args: argparse.Namespace) -> list[tuple[str, str, str]]:
     )
     reports.write(record, args.output)
     if not args.quiet:
+        # The report's numbers: one family of tests sharing the confidence (build_record).
+        family = record["family"]
+        eps = next(iter(record["epsilon_lower_bounds"].values()))
+        each = 100 * family["confidence_per_test"]
         print(
-            f"scores: eps >= {result.epsilon_lower_bound(args.delta):.4g} at "
-            f"delta={args.delta:g}, mu >= {result.mu_lower_bound():.4g} (ceiling for this n: "
-            f"mu {result.mu_ceiling():.4g}); report: {args.output / 'index.html'}"
+            f"scores: eps >= {eps:.4g} at delta={args.delta:g}, mu >= "
+            f"{record['mu_lower_bound']:.4g} ({record['confidence']:.0%} for the "
+            f"{family['tests']} tests together, each at {each:.4g}%; "
+            f"ceiling for this n: mu {result.mu_ceiling():.4g}); "
+            f"report: {args.output / 'index.html'}"
         )
     if claim is None:
         return []

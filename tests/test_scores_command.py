@@ -1,5 +1,6 @@
 """dpaudit scores: files in, report out, one-line errors, exit codes."""
 
+import dataclasses
 import json
 import os
 
@@ -103,8 +104,11 @@ def test_declared_threshold_on_the_command_line(tmp_path, capsys):
     pd.DataFrame({"score": score, "member": member}).to_csv(tmp_path / "b.csv", index=False)
     argv = ["scores", str(tmp_path / "b.csv"), "--threshold", "0.5", "-o", str(tmp_path / "r")]
     assert main(argv) == 0
-    expected = audit_scores(score[member == 0], score[member == 1], thresholds=[0.5])
-    assert f"eps >= {expected.epsilon_lower_bound(1e-5):.4g}" in capsys.readouterr().out
+    declared = audit_scores(score[member == 0], score[member == 1], thresholds=[0.5])
+    record = json.loads((tmp_path / "r" / "results.json").read_text())["audits"][0]
+    each = dataclasses.replace(declared, confidence=record["family"]["confidence_per_test"])
+    assert record["epsilon_lower_bounds"]["1e-05"] == each.epsilon_lower_bound(1e-5) > 0
+    assert f"eps >= {each.epsilon_lower_bound(1e-5):.4g}" in capsys.readouterr().out
     argv = ["scores", str(tmp_path / "b.csv"), "--one-run", "--threshold", "0.5"]
     assert main([*argv, "-o", str(tmp_path / "o")]) == 1
     err = capsys.readouterr().err.strip()
@@ -181,3 +185,16 @@ def test_the_second_input_file_is_nonmembers_and_out_is_a_deprecated_alias(tmp_p
     assert again["epsilon_lower_bounds"] == first["epsilon_lower_bounds"]
     both = [*argv, "--out", str(tmp_path / "out.npy"), "--nonmembers", str(tmp_path / "out.npy")]
     assert main(both) == 1
+
+
+def test_the_line_shows_the_reports_numbers_and_their_confidence(table, capsys):
+    """The terminal line and the report read the same family of tests: the eps and mu printed
+    are those of results.json, with the confidence each was read at."""
+    path, _ = table
+    assert main(["scores", str(path / "s.csv"), "-o", str(path / "r")]) == 0
+    line = capsys.readouterr().out.strip().splitlines()[0]
+    record = json.loads((path / "r" / "results.json").read_text())["audits"][0]
+    eps = record["epsilon_lower_bounds"]["1e-05"]
+    assert f"eps >= {eps:.4g}" in line and f"mu >= {record['mu_lower_bound']:.4g}" in line
+    each = 100 * record["family"]["confidence_per_test"]
+    assert f"95% for the {record['family']['tests']} tests together, each at {each:.4g}%" in line
