@@ -19,7 +19,7 @@ from dpaudit.reports.tables import (
     index_table,
     parameters_table,
 )
-from dpaudit.reports.text import NO_CLAIM, verdict_label, verdict_sentence
+from dpaudit.reports.text import NO_CLAIM, report_summary, verdict_label, verdict_sentence
 
 __all__ = ["render_html"]
 
@@ -170,14 +170,7 @@ def render_html(
     ``pngs[i]`` holds the PNG bytes of the figures of ``records[i]`` (keys ``tradeoff``,
     ``profile``, ``histogram``).
     """
-    violated = sum(1 for r in records if r.get("verdict") == "violated")
-    unexpected = sum(1 for r in records if r.get("verdict") != r.get("expect", "consistent"))
-    untested = sum(1 for r in records if verdict_label(r) == NO_CLAIM)
-    summary = f"{len(records)} audit{'s' if len(records) != 1 else ''}, {violated} violated"
-    if untested:
-        summary += f", {untested} with {NO_CLAIM}"
-    if unexpected:
-        summary += f", {unexpected} not as expected"
+    summary = report_summary(records)
     index = _frame_html(
         index_table(records),
         text_columns=("audit", "mechanism", "claim", "verdict", "expected"),

@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 
 from dpaudit.reports.tables import bounds_table, format_cell, index_table, parameters_table
-from dpaudit.reports.text import NO_CLAIM, verdict_label, verdict_sentence
+from dpaudit.reports.text import report_summary, verdict_label, verdict_sentence
 
 __all__ = ["render_markdown"]
 
@@ -82,11 +82,7 @@ def render_markdown(
     title: str = "dpaudit report",
 ) -> str:
     """The Markdown report; ``figures[i]`` maps figure keys of ``records[i]`` to relative paths."""
-    violated = sum(1 for r in records if r.get("verdict") == "violated")
-    untested = sum(1 for r in records if verdict_label(r) == NO_CLAIM)
-    summary = f"{len(records)} audit{'s' if len(records) != 1 else ''}, {violated} violated"
-    if untested:
-        summary += f", {untested} with {NO_CLAIM}"
+    summary = report_summary(records)
     lines = [
         f"# {_inline(title)}",
         "",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dpaudit.reports.records import from_json_value
@@ -13,6 +13,7 @@ __all__ = [
     "format_probability",
     "format_delta",
     "verdict_sentence",
+    "report_summary",
     "verdict_label",
     "NO_CLAIM",
     "claim_label",
@@ -113,6 +114,23 @@ def _first_delta_summary(record: Mapping[str, Any]) -> str:
         if tight is not None:
             text += f" (tightness {format_number(tight, 3)})"
     return text
+
+
+def report_summary(records: Sequence[Mapping[str, Any]]) -> str:
+    """The first line of a report, the same in every format: how many audits, how many claims
+    were refuted, and whether every verdict is the one its audit expected (an audit of a
+    deliberately wrong claim expects "violated")."""
+    violated = sum(1 for r in records if r.get("verdict") == "violated")
+    unexpected = sum(1 for r in records if r.get("verdict") != r.get("expect", "consistent"))
+    untested = sum(1 for r in records if verdict_label(r) == NO_CLAIM)
+    summary = f"{len(records)} audit{'s' if len(records) != 1 else ''}, {violated} violated"
+    if untested:
+        summary += f", {untested} with {NO_CLAIM}"
+    if unexpected:
+        summary += f"; {unexpected} not as expected"
+    else:
+        summary += "; all verdicts as expected"
+    return summary
 
 
 def verdict_sentence(record: Mapping[str, Any]) -> str:

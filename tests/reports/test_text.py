@@ -26,3 +26,17 @@ def test_verdict_sentence_of_a_violation_names_the_test(violated_record):
     sentence = verdict_sentence(violated_record)
     assert violated_record["verdict"] == "violated"
     assert "threshold" in sentence
+
+
+def test_report_summary_says_whether_every_verdict_is_as_expected():
+    """A deliberately wrong claim refuted as expected is announced as expected; a refutation
+    nobody expected is counted as not as expected (both report formats use this line)."""
+    from dpaudit.reports.text import report_summary
+
+    expected_refutation = {"verdict": "violated", "expect": "violated", "claim": {"kind": "x"}}
+    fine = {"verdict": "consistent", "expect": "consistent", "claim": {"kind": "x"}}
+    surprise = {"verdict": "violated", "expect": "consistent", "claim": {"kind": "x"}}
+    assert report_summary([fine, expected_refutation]) == (
+        "2 audits, 1 violated; all verdicts as expected"
+    )
+    assert report_summary([fine, surprise]) == "2 audits, 1 violated; 1 not as expected"
