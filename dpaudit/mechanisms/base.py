@@ -422,7 +422,7 @@ class AdditiveNoiseMechanism(Mechanism):
             np.zeros(0),
             np.array([self.sensitivity]),
             "add_remove",
-            description="empty dataset vs one record of norm `sensitivity`",
+            description="empty dataset vs one record whose norm is the sensitivity",
         )
 
 
