@@ -61,13 +61,14 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 from scipy import sparse
 from scipy.special import expit
 
+from dpaudit._core.device import has_twin
 from dpaudit._core.validation import (
     check_choice,
     check_integer,
@@ -106,6 +107,9 @@ OBSERVATIONS = ("final", "updates")
 
 # Sampled (run, record) pairs per block of steps: bounds the memory of the batch draws.
 _BLOCK_ENTRIES = 2**20
+
+# Geometric gaps drawn per block of steps on a device: bounds the memory of the batch draws.
+_DEVICE_BLOCK_ENTRIES = 2**24
 
 
 class _Pairs(NamedTuple):
@@ -158,11 +162,23 @@ class _Model(ABC):
         of the logistic loss gradient scaled down to l2 norm at most ``clip`` (``inf``:
         unclipped). Shape ``(S, P)``; the canary coordinate is 0."""
 
+    @abstractmethod
+    def torch_gradient_sums(self, theta: Any, rows: Any, y: Any, sq: Any, clip: float) -> Any:
+        """The device twin of :meth:`gradient_sums` on padded batches: run ``s`` (parameters
+        ``theta[s]``, ``(S, P)``) holds the examples of design rows ``rows[s]`` (``(S, W, .)``),
+        labels ``y[s]`` and ``sq[s]`` (``(S, W)``, 0 in empty slots, which count for nothing).
+        Float64 ``(S, P)``; the canary coordinate is 0."""
+
 
 def _clip_factor(norm_sq: np.ndarray, clip: float) -> np.ndarray:
     """``min(1, clip / norm)``, 1 for a zero gradient."""
     with np.errstate(divide="ignore"):
         return np.minimum(1.0, clip / np.sqrt(norm_sq))
+
+
+def _torch_clip_factor(norm_sq: Any, clip: float) -> Any:
+    """The device twin of :func:`_clip_factor` (float64 division by 0 gives ``inf``)."""
+    return (clip / norm_sq.sqrt()).clamp_(max=1.0)
 
 
 class _Logistic(_Model):
@@ -197,6 +213,13 @@ class _Logistic(_Model):
         indptr = pairs.indptr(size)
         sums = sparse.csr_array((coef, np.arange(run.size), indptr), shape=(size, run.size))
         return sums @ rows
+
+    def torch_gradient_sums(self, theta: Any, rows: Any, y: Any, sq: Any, clip: float) -> Any:
+        import torch
+
+        r = torch.sigmoid(torch.matmul(rows, theta.unsqueeze(-1)).squeeze(-1)) - y
+        coef = r * _torch_clip_factor(r * r * sq, clip) * (sq > 0.0)
+        return torch.matmul(coef.unsqueeze(1), rows).squeeze(1)
 
 
 class _MLP(_Model):
@@ -274,6 +297,27 @@ class _MLP(_Model):
         out[:, h * k + 2 * h] = rs.sum(axis=1)
         return out
 
+    def torch_gradient_sums(self, theta: Any, rows: Any, y: Any, sq: Any, clip: float) -> Any:
+        import torch
+
+        h, k = self.hidden, self.dim
+        size = theta.shape[0]
+        w1, b1, w2, b2 = self._split(theta)
+        hidden = torch.tanh(torch.matmul(rows, w1.transpose(1, 2)) + b1.unsqueeze(1))
+        r = torch.sigmoid(torch.matmul(hidden, w2.unsqueeze(-1)).squeeze(-1) + b2.unsqueeze(1)) - y
+        d_hidden = (r.unsqueeze(-1) * w2.unsqueeze(1)) * (1.0 - hidden * hidden)
+        norm_sq = r * r * ((hidden * hidden).sum(dim=-1) + 1.0)
+        norm_sq += (d_hidden * d_hidden).sum(dim=-1) * sq
+        scale = _torch_clip_factor(norm_sq, clip) * (sq > 0.0)
+        d_hidden *= scale.unsqueeze(-1)
+        rs = r * scale
+        out = theta.new_zeros((size, self.n_params))
+        out[:, : h * k] = torch.matmul(d_hidden.transpose(1, 2), rows).reshape(size, h * k)
+        out[:, h * k : h * k + h] = d_hidden.sum(dim=1)
+        out[:, h * k + h : h * k + 2 * h] = torch.matmul(rs.unsqueeze(1), hidden).squeeze(1)
+        out[:, h * k + 2 * h] = rs.sum(dim=1)
+        return out
+
 
 def _poisson_cells(rng: np.random.Generator, q: float, cells: int) -> np.ndarray:
     """Sorted indices of the successes among ``cells`` independent Bernoulli(q) trials, drawn
@@ -288,6 +332,40 @@ def _poisson_cells(rng: np.random.Generator, q: float, cells: int) -> np.ndarray
     while pos[-1] < cells:
         pos = np.concatenate([pos, pos[-1] + np.cumsum(rng.geometric(q, size=draw))])
     return pos[: np.searchsorted(pos, cells)]
+
+
+def _torch_poisson_batches(
+    generator: Any, q: float, n: int, shape: tuple[int, int], width: int
+) -> Any:
+    """Poisson batches on ``generator``'s device: for each of the ``shape`` (step, run) rows the
+    sorted indices of the records sampled (each of ``range(n)`` with probability ``q``), padded
+    with ``n`` to a common width; int64, ``shape + (W,)``.
+
+    The positions are cumulative sums of geometric gaps ``floor(log(1 - u) / log(1 - q)) + 1``
+    (``u`` uniform in ``[0, 1)``, so every gap is at least 1), ``width`` per row at first; rows
+    whose gaps all fall inside ``range(n)`` draw ``width`` more until every row has passed ``n``.
+    The width is then cut to the largest batch.
+    """
+    import torch
+
+    device = generator.device
+    log_keep = math.log1p(-q) if q < 1.0 else -math.inf
+
+    def positions(rows: tuple[int, ...]) -> Any:
+        u = torch.empty((*rows, width), dtype=torch.float64, device=device)
+        u.uniform_(generator=generator)
+        gaps = torch.log1p(u.neg_()).div_(log_keep).floor_().add_(1.0)
+        return gaps.cumsum_(dim=-1)
+
+    pos = positions(shape).sub_(1.0)
+    short = pos[..., -1] < n
+    while bool(short.any()):
+        more = torch.full_like(pos[..., :width], float(n))
+        more[short] = pos[short][:, -1:] + positions((int(short.sum()),))
+        pos = torch.cat([pos, more], dim=-1)
+        short = pos[..., -1] < n
+    largest = int((pos < n).sum(dim=-1).max())
+    return pos[..., : max(1, largest)].clamp_(max=float(n)).long()
 
 
 def _fixed_batches(rng: np.random.Generator, m: int, n: int, shape: tuple[int, int]) -> np.ndarray:
@@ -640,6 +718,107 @@ class DPSGD(Mechanism):
             (group[a:b] - s * size, rec[a:b], canary[a:b])
             for s, (a, b) in enumerate(zip(bounds[:-1], bounds[1:], strict=True))
         ]
+
+    # ------------------------------------------------------------------ on a device
+    def runs_on_device(self) -> bool:
+        """Whether :meth:`torch_sample` applies: Poisson sampling (fixed-size batches have no
+        device sampler), either model, either observation."""
+        return super().runs_on_device() and self.sampling == "poisson"
+
+    def torch_sample(
+        self, dataset: np.ndarray, sizes: Sequence[int], generators: Sequence[Any]
+    ) -> Any:
+        """The device twin of :meth:`sample` (Poisson sampling): ``sum(sizes)`` trainings as one
+        float64 tensor of outputs (:meth:`output_shape`) on the generators' device.
+
+        Block ``i`` (``sizes[i]`` runs) is trained alone on randomness from ``generators[i]``
+        alone, so its outputs never depend on the blocks trained with it. The training is
+        :meth:`sample`'s, in float64 on the device; batches are drawn as there, as the
+        cumulative sums of geometric gaps between sampled records, one row per (step, run).
+        """
+        import torch
+
+        x, y, c = self._records(dataset)
+        device = generators[0].device
+        data = self._torch_data(x, y, c, device)
+        parts = [
+            self._torch_train(data, size, generator)
+            for size, generator in zip(sizes, generators, strict=True)
+        ]
+        return torch.cat(parts)
+
+    def _torch_data(self, x: np.ndarray, y: np.ndarray, c: np.ndarray, device: Any) -> tuple:
+        """Design rows, labels, ``sq`` and canary coefficients on ``device``, one row more than
+        the records: row ``n`` is the empty slot of padded batches (``sq = 0``). Dirac canaries
+        have ``sq = 0`` too: they only move the canary coordinate, by their coefficient."""
+        import torch
+
+        ordinary = c == 0.0
+        design = self._model.design(x)
+        sq = np.where(ordinary, np.einsum("ij,ij->i", x, x) + 1.0, 0.0)
+        tensors = []
+        for values in (design, np.where(ordinary, y, 0.0), sq, c):
+            padded = np.zeros((values.shape[0] + 1, *values.shape[1:]))
+            padded[:-1] = values
+            tensors.append(torch.as_tensor(padded, dtype=torch.float64, device=device))
+        return tuple(tensors)
+
+    def _torch_train(self, data: tuple, size: int, generator: Any) -> Any:
+        """Outputs of ``size`` runs trained on ``data`` (:meth:`_torch_data`) with randomness
+        from ``generator``: per block of steps the batches, then per step the noise."""
+        import torch
+
+        design, y, sq, c = data
+        n, p = design.shape[0] - 1, self.n_params
+        device = generator.device
+        initial = torch.as_tensor(self._model.initial(), dtype=torch.float64, device=device)
+        theta = initial.expand(size, p).clone()
+        updates = torch.empty((size, self.steps), dtype=torch.float64, device=device)
+        if size == 0:
+            return theta if self.observe == "final" else updates
+        noise = torch.empty((size, p), dtype=torch.float64, device=device)
+        expected = n * self.rate
+        width = int(expected + 5.0 * math.sqrt(expected) + 5)
+        block = max(1, min(self.steps, _DEVICE_BLOCK_ENTRIES // max(1, size * width)))
+        step_size = self.learning_rate / self.batch_scale
+        for first in range(0, self.steps, block):
+            steps = min(block, self.steps - first)
+            batches = _torch_poisson_batches(generator, self.rate, n, (steps, size), width)
+            for s in range(steps):
+                rec = batches[s]
+                grad = self._model.torch_gradient_sums(
+                    theta, design[rec], y[rec], sq[rec], self.clip
+                )
+                grad[:, -1] = self.clip * c[rec].sum(dim=1)
+                grad += noise.normal_(0.0, self.sigma * self.clip, generator=generator)
+                updates[:, first + s] = grad[:, -1]
+                theta -= grad.mul_(step_size)
+        return theta if self.observe == "final" else updates.div_(self.clip)
+
+    def torch_log_density(self, dataset: np.ndarray, outputs: Any) -> Any:
+        """The device twin of :meth:`log_density` (``observe="updates"``): the accountant's step
+        density on the records' canary coefficients, summed over the steps; float64
+        ``(size,)``."""
+        if self.observe != "updates":
+            raise NotImplementedError(
+                f"{self.name}: the law of the final model is unknown; only observe='updates' "
+                "has a log_density"
+            )
+        _, _, c = self._records(dataset)
+        step = self.accountant.base
+        per_step = step.torch_log_density(c, outputs.reshape(-1))
+        return per_step.reshape(outputs.shape[0], self.steps).sum(dim=1)
+
+    def ratio_on_device(self) -> bool:
+        """Whether the likelihood ratio scores on a device: ``observe="updates"`` (the final
+        model has no known density) and a step density with its device twin."""
+        step = self.accountant.base
+        return (
+            self.observe == "updates"
+            and super().ratio_on_device()
+            and has_twin(step, "log_density", "torch_log_density")
+            and step.runs_on_device()
+        )
 
     # ------------------------------------------------------------------ densities and losses
     def log_density(self, dataset: np.ndarray, outputs: np.ndarray) -> np.ndarray:
