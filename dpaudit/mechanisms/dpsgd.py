@@ -804,10 +804,17 @@ class DPSGD(Mechanism):
                 f"{self.name}: the law of the final model is unknown; only observe='updates' "
                 "has a log_density"
             )
+        import torch
+
         _, _, c = self._records(dataset)
         step = self.accountant.base
-        per_step = step.torch_log_density(c, outputs.reshape(-1))
-        return per_step.reshape(outputs.shape[0], self.steps).sum(dim=1)
+        # A few runs at a time: the mixture's temporaries hold several values per output value.
+        runs = max(1, _DEVICE_BLOCK_ENTRIES // self.steps)
+        parts = [
+            step.torch_log_density(c, block.reshape(-1)).reshape(-1, self.steps).sum(dim=1)
+            for block in outputs.split(runs)
+        ]
+        return torch.cat(parts)
 
     def ratio_on_device(self) -> bool:
         """Whether the likelihood ratio scores on a device: ``observe="updates"`` (the final
