@@ -341,21 +341,24 @@ def _torch_poisson_batches(
     sorted indices of the records sampled (each of ``range(n)`` with probability ``q``), padded
     with ``n`` to a common width; int64, ``shape + (W,)``.
 
-    The positions are cumulative sums of geometric gaps ``floor(log(1 - u) / log(1 - q)) + 1``
-    (``u`` uniform in ``[0, 1)``, so every gap is at least 1), ``width`` per row at first; rows
-    whose gaps all fall inside ``range(n)`` draw ``width`` more until every row has passed ``n``.
-    The width is then cut to the largest batch.
+    The positions are cumulative sums of geometric gaps ``floor(E / -log(1 - q)) + 1`` (``E``
+    standard exponential, so ``P(gap > k) = (1 - q)^k``), ``width`` per row at first; rows whose
+    gaps all fall inside ``range(n)`` draw ``width`` more until every row has passed ``n``. The
+    width is then cut to the largest batch. ``q = 1``: every record, no draws.
     """
     import torch
 
     device = generator.device
-    log_keep = math.log1p(-q) if q < 1.0 else -math.inf
+    if q == 1.0:
+        return torch.arange(n, device=device).expand(*shape, n)
+    scale = -1.0 / math.log1p(-q)
+    steps = torch.arange(1, width + 1, dtype=torch.float64, device=device)
 
     def positions(rows: tuple[int, ...]) -> Any:
-        u = torch.empty((*rows, width), dtype=torch.float64, device=device)
-        u.uniform_(generator=generator)
-        gaps = torch.log1p(u.neg_()).div_(log_keep).floor_().add_(1.0)
-        return gaps.cumsum_(dim=-1)
+        """Cumulative sums of ``width`` gaps per row."""
+        gaps = torch.empty((*rows, width), dtype=torch.float64, device=device)
+        gaps.exponential_(generator=generator).mul_(scale).floor_()
+        return gaps.cumsum_(dim=-1).add_(steps)
 
     pos = positions(shape).sub_(1.0)
     short = pos[..., -1] < n
@@ -747,29 +750,28 @@ class DPSGD(Mechanism):
         ]
         return torch.cat(parts)
 
-    def _torch_data(self, x: np.ndarray, y: np.ndarray, c: np.ndarray, device: Any) -> tuple:
-        """Design rows, labels, ``sq`` and canary coefficients on ``device``, one row more than
-        the records: row ``n`` is the empty slot of padded batches (``sq = 0``). Dirac canaries
-        have ``sq = 0`` too: they only move the canary coordinate, by their coefficient."""
+    def _torch_data(self, x: np.ndarray, y: np.ndarray, c: np.ndarray, device: Any) -> Any:
+        """One row per record on ``device``: its design row, label, ``sq`` and canary
+        coefficient side by side (one gather per step fetches them all), and one row more, the
+        empty slot of padded batches (all 0, so ``sq = 0``). Dirac canaries have ``sq = 0`` too:
+        they only move the canary coordinate, by their coefficient."""
         import torch
 
         ordinary = c == 0.0
         design = self._model.design(x)
-        sq = np.where(ordinary, np.einsum("ij,ij->i", x, x) + 1.0, 0.0)
-        tensors = []
-        for values in (design, np.where(ordinary, y, 0.0), sq, c):
-            padded = np.zeros((values.shape[0] + 1, *values.shape[1:]))
-            padded[:-1] = values
-            tensors.append(torch.as_tensor(padded, dtype=torch.float64, device=device))
-        return tuple(tensors)
+        table = np.zeros((x.shape[0] + 1, design.shape[1] + 3))
+        table[:-1, :-3] = design
+        table[:-1, -3] = np.where(ordinary, y, 0.0)
+        table[:-1, -2] = np.where(ordinary, np.einsum("ij,ij->i", x, x) + 1.0, 0.0)
+        table[:-1, -1] = c
+        return torch.as_tensor(table, dtype=torch.float64, device=device)
 
-    def _torch_train(self, data: tuple, size: int, generator: Any) -> Any:
+    def _torch_train(self, data: Any, size: int, generator: Any) -> Any:
         """Outputs of ``size`` runs trained on ``data`` (:meth:`_torch_data`) with randomness
         from ``generator``: per block of steps the batches, then per step the noise."""
         import torch
 
-        design, y, sq, c = data
-        n, p = design.shape[0] - 1, self.n_params
+        n, p, columns = data.shape[0] - 1, self.n_params, data.shape[1]
         device = generator.device
         initial = torch.as_tensor(self._model.initial(), dtype=torch.float64, device=device)
         theta = initial.expand(size, p).clone()
@@ -785,11 +787,11 @@ class DPSGD(Mechanism):
             steps = min(block, self.steps - first)
             batches = _torch_poisson_batches(generator, self.rate, n, (steps, size), width)
             for s in range(steps):
-                rec = batches[s]
+                picked = data.index_select(0, batches[s].reshape(-1)).view(size, -1, columns)
                 grad = self._model.torch_gradient_sums(
-                    theta, design[rec], y[rec], sq[rec], self.clip
+                    theta, picked[..., :-3], picked[..., -3], picked[..., -2], self.clip
                 )
-                grad[:, -1] = self.clip * c[rec].sum(dim=1)
+                grad[:, -1] = self.clip * picked[..., -1].sum(dim=1)
                 grad += noise.normal_(0.0, self.sigma * self.clip, generator=generator)
                 updates[:, first + s] = grad[:, -1]
                 theta -= grad.mul_(step_size)
