@@ -792,10 +792,10 @@ def audit(
         device (:mod:`dpaudit.audit.device`; needs the ``torch`` extra). A device runs only
         mechanisms and attacks with a device path (Gaussian, Laplace, randomized response,
         Poisson-subsampled Gaussian and Laplace, DP-SGD with Poisson batches, with the
-        likelihood-ratio or threshold attack), without ``privacy_loss``, ``store`` or
-        ``n_jobs``; anything else is refused with a ``ValueError``. Results on a device are
-        reproducible on that device and independent of its memory, but are not the numbers
-        of the numpy engine (other generators; the same law).
+        likelihood-ratio, threshold or plain membership attack), without ``privacy_loss``,
+        ``store`` or ``n_jobs``; anything else is refused with a ``ValueError``. Results on a
+        device are reproducible on that device and independent of its memory, but are not the
+        numbers of the numpy engine (other generators; the same law).
     """
     started = time.perf_counter()
     trials = check_trials("trials", trials)

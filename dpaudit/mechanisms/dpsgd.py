@@ -163,6 +163,10 @@ class _Model(ABC):
         unclipped). Shape ``(S, P)``; the canary coordinate is 0."""
 
     @abstractmethod
+    def torch_logits(self, theta: Any, rows: Any) -> Any:
+        """The device twin of :meth:`logits` on float64 tensors."""
+
+    @abstractmethod
     def torch_gradient_sums(self, theta: Any, rows: Any, y: Any, sq: Any, clip: float) -> Any:
         """The device twin of :meth:`gradient_sums` on padded batches: run ``s`` (parameters
         ``theta[s]``, ``(S, P)``) holds the examples of design rows ``rows[s]`` (``(S, W, .)``),
@@ -213,6 +217,9 @@ class _Logistic(_Model):
         indptr = pairs.indptr(size)
         sums = sparse.csr_array((coef, np.arange(run.size), indptr), shape=(size, run.size))
         return sums @ rows
+
+    def torch_logits(self, theta: Any, rows: Any) -> Any:
+        return (rows * theta).sum(dim=-1)
 
     def torch_gradient_sums(self, theta: Any, rows: Any, y: Any, sq: Any, clip: float) -> Any:
         import torch
@@ -297,14 +304,26 @@ class _MLP(_Model):
         out[:, h * k + 2 * h] = rs.sum(axis=1)
         return out
 
+    def _torch_forward(self, theta: Any, x: Any) -> tuple[Any, Any]:
+        """The device twin of :meth:`_forward`: hidden units ``(S, width, h)`` and logits
+        ``(S, width)`` of padded ``x``."""
+        import torch
+
+        w1, b1, w2, b2 = self._split(theta)
+        hidden = torch.tanh(torch.matmul(x, w1.transpose(1, 2)) + b1.unsqueeze(1))
+        return hidden, torch.matmul(hidden, w2.unsqueeze(-1)).squeeze(-1) + b2.unsqueeze(1)
+
+    def torch_logits(self, theta: Any, rows: Any) -> Any:
+        return self._torch_forward(theta, rows.unsqueeze(1))[1][:, 0]
+
     def torch_gradient_sums(self, theta: Any, rows: Any, y: Any, sq: Any, clip: float) -> Any:
         import torch
 
         h, k = self.hidden, self.dim
         size = theta.shape[0]
-        w1, b1, w2, b2 = self._split(theta)
-        hidden = torch.tanh(torch.matmul(rows, w1.transpose(1, 2)) + b1.unsqueeze(1))
-        r = torch.sigmoid(torch.matmul(hidden, w2.unsqueeze(-1)).squeeze(-1) + b2.unsqueeze(1)) - y
+        w2 = self._split(theta)[2]
+        hidden, z = self._torch_forward(theta, rows)
+        r = torch.sigmoid(z) - y
         d_hidden = (r.unsqueeze(-1) * w2.unsqueeze(1)) * (1.0 - hidden * hidden)
         norm_sq = r * r * ((hidden * hidden).sum(dim=-1) + 1.0)
         norm_sq += (d_hidden * d_hidden).sum(dim=-1) * sq
@@ -889,6 +908,20 @@ class DPSGD(Mechanism):
         z = self._model.logits(theta, np.broadcast_to(row, (theta.shape[0], row.shape[1])))
         return np.logaddexp(0.0, z) - y[0] * z
 
+    def torch_loss(self, params: Any, record: np.ndarray) -> Any:
+        """The device twin of :meth:`loss`: the loss of one ``record`` under each parameter
+        vector of the float64 tensor ``params`` (``(size, P)``), shape ``(size,)``."""
+        import torch
+
+        x, y, c = split_records(
+            np.reshape(np.asarray(record, dtype=float), (1, -1)), self.dataset.dim
+        )
+        if c[0] != 0.0:
+            return self.clip * c[0] * params[:, -1]
+        row = torch.as_tensor(self._model.design(x), dtype=torch.float64, device=params.device)
+        z = self._model.torch_logits(params, row.expand(params.shape[0], -1))
+        return torch.logaddexp(torch.zeros_like(z), z) - y[0] * z
+
     def membership_loss(self, pair: NeighbouringPair) -> Callable[[np.ndarray], np.ndarray]:
         """The statistic of :class:`~dpaudit.attacks.MembershipInference` on final models: the
         loss of the pair's target record, ``outputs (size, P) -> (size,)``.
@@ -958,3 +991,7 @@ class TargetLoss:
     def __call__(self, outputs: np.ndarray) -> np.ndarray:
         """The statistic of every output, shape ``(size,)``."""
         return self.sign * self.mechanism.loss(outputs, self.record)
+
+    def torch_call(self, outputs: Any) -> Any:
+        """The device twin of :meth:`__call__` on a float64 tensor of final models."""
+        return self.sign * self.mechanism.torch_loss(outputs, self.record)

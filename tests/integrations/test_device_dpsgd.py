@@ -3,8 +3,9 @@
 Checks on torch's CPU device: the device training computes what numpy computes when nothing is
 random (every record in every batch, negligible noise), its Poisson batches (read off Dirac
 records with coefficients ``2^-(i+1)``, and the sampler alone with its refill path forced), the
-law of its final models and its bounds against numpy's, the device twin of the density,
-reproducibility whatever the batch size, and the refusal of what has no device path. Every
+law of its final models and its bounds against numpy's, the device twins of the density and of
+the target's loss, reproducibility whatever the batch size, and the refusal of what has no
+device path. Every
 statistical check states its false-failure probability; all seeds are fixed.
 """
 
@@ -17,7 +18,7 @@ import pytest
 from scipy import stats
 
 import dpaudit
-from dpaudit.attacks import LikelihoodRatio, MembershipInference, Threshold
+from dpaudit.attacks import LikelihoodRatio, MembershipInference
 from dpaudit.mechanisms import datasets as ds
 from dpaudit.mechanisms import dpsgd as dpsgd_module
 from dpaudit.mechanisms.dpsgd import DPSGD
@@ -126,6 +127,24 @@ def test_device_log_density_is_the_numpy_one(monkeypatch):
     )
 
 
+@pytest.mark.parametrize(
+    ("model", "canary"), [("logistic", "input"), ("mlp", "input"), ("mlp", "dirac")]
+)
+def test_device_membership_loss_is_the_numpy_one(model, canary):
+    # The loss of the target under final models drawn on the device, by the numpy statistic
+    # and by its device twin, in both orders of the pair (the sign flips).
+    mechanism = DPSGD(model, SMALL, sigma=1.0, rate=0.2, steps=4, canary=canary, hidden=4)
+    pair = mechanism.worst_case_pair()
+    outputs = torch.as_tensor(_device_sample(mechanism, pair.d_prime, [300, 200]))
+    for audited in (pair, pair.swapped()):
+        attack = MembershipInference.for_mechanism(mechanism, audited)
+        assert attack.runs_on_device()
+        expected = attack.score(outputs.numpy())
+        scores = attack.torch_score(outputs)
+        assert scores.dtype == torch.float64
+        np.testing.assert_allclose(scores.numpy(), expected, rtol=1e-12, atol=1e-12)
+
+
 def test_device_bounds_agree_with_numpy_in_law():
     # The mu lower bound of the white-box (updates, likelihood ratio) audit on 8 seeds per
     # engine: a two-sample t-test of equal means at level 1e-4 (false failure about 1e-4).
@@ -143,8 +162,12 @@ def test_device_bounds_agree_with_numpy_in_law():
 
 @pytest.mark.parametrize("observe", ["updates", "final"])
 def test_same_seed_same_counts_whatever_the_batch_size(monkeypatch, observe):
-    mechanism = DPSGD("logistic", SMALL, sigma=1.0, rate=0.2, steps=3, observe=observe)
-    attack = None if observe == "updates" else Threshold(projection=mechanism.canary_index)
+    canary = "dirac" if observe == "updates" else "input"
+    mechanism = DPSGD(
+        "logistic", SMALL, sigma=1.0, rate=0.2, steps=3, observe=observe, canary=canary
+    )
+    pair = mechanism.worst_case_pair()
+    attack = None if observe == "updates" else MembershipInference.for_mechanism(mechanism, pair)
     kwargs = dict(trials=3000, selection_trials=2000, chunk_size=500, seed=3, device="cpu")
     values = mechanism.output_shape(mechanism.worst_case_pair().d)[0]
     runs = []
@@ -167,7 +190,10 @@ def test_what_has_no_device_path_is_refused():
     pair = final.worst_case_pair()
     for attack, name in (
         (None, "DeltaLeak"),
-        (MembershipInference.for_mechanism(final, pair), "MembershipInference"),
+        (
+            MembershipInference.for_mechanism(final, pair, calibrated=True),
+            r"MembershipInference\(loss, calibrated\)",
+        ),
         (LikelihoodRatio(final, pair), "LikelihoodRatio"),
     ):
         with pytest.raises(ValueError, match=f"^device='cpu': attack {name}.* no device score"):
