@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from dpaudit._core.device import has_twin
 from dpaudit._core.validation import check_choice
 from dpaudit.attacks.base import Attack
 from dpaudit.mechanisms.base import NeighbouringPair
@@ -149,6 +150,33 @@ class MembershipInference(Attack):
         z_in = (x - f["mean_in"]) / f["sd_in"]
         z_out = (x - f["mean_out"]) / f["sd_out"]
         return 0.5 * (z_out * z_out - z_in * z_in) - math.log(f["sd_in"] / f["sd_out"])
+
+    def runs_on_device(self) -> bool:
+        """Whether the attack scores on a torch device: the plain attack (the calibrated one
+        learns) with a statistic that has a device twin, a ``torch_call(outputs)`` (tensor in,
+        float64 tensor out) defined in the class that defines its ``__call__``, as DP-SGD's
+        :class:`~dpaudit.mechanisms.dpsgd.TargetLoss` has."""
+        return super().runs_on_device() and has_twin(self.statistic, "__call__", "torch_call")
+
+    def torch_score(self, outputs: Any) -> Any:
+        """The device twin of :meth:`score` for the plain attack: ``-statistic`` (loss) or
+        ``+statistic`` (confidence), the statistic computed on the device by its
+        ``torch_call``; float64, shape ``(size,)``."""
+        import torch
+
+        if self.calibrated:
+            raise ValueError(
+                "the calibrated attack learns from numpy outputs; it has no device score"
+            )
+        x = self.statistic.torch_call(outputs)
+        if tuple(x.shape) != (outputs.shape[0],):
+            raise ValueError(
+                f"statistic must return one value per trial, shape ({outputs.shape[0]},), "
+                f"got {tuple(x.shape)}"
+            )
+        if not bool(torch.isfinite(x).all()):
+            raise ValueError("statistic returned NaN or infinite values")
+        return -x if self.kind == "loss" else x
 
     def params(self) -> dict[str, Any]:
         """``kind``, ``calibrated``, the statistic's name and the fitted laws (when fitted)."""

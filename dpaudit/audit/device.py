@@ -21,9 +21,10 @@ counted changes.
   6.7 sigma, which would cut the tails that tight ``eps`` bounds are made of).
 
 Only reference mechanisms with a ``torch_sample`` twin (Gaussian, Laplace, randomized response,
-Poisson-subsampled Gaussian and Laplace) and attacks with a ``torch_score`` twin (the likelihood
-ratio of those mechanisms, the threshold attack) run here; anything else is refused before
-anything is drawn (:func:`check_support`), never run on numpy halfway through.
+Poisson-subsampled Gaussian and Laplace, DP-SGD with Poisson batches) and attacks with a
+``torch_score`` twin (the likelihood ratio of those mechanisms, the threshold attack, membership
+inference on DP-SGD's final models) run here; anything else is refused before anything is drawn
+(:func:`check_support`), never run on numpy halfway through.
 """
 
 from __future__ import annotations

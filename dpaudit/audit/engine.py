@@ -4,15 +4,17 @@ The way data flows (docs/architecture.md#data-flow):
 
 1. **Fit** (learning attacks only): a fit sample from its own stream; ``attack.fit`` sees it.
 2. **Pilot**: a pilot sample from its own stream is scored and fixes the score grid
-   (:class:`~dpaudit.audit.grid.ScoreGrid`) before any selection or evaluation trial exists.
+   (:class:`~dpaudit.audit.grid.ScoreGrid`) before any selection or evaluation trial exists;
+   with ``n_jobs`` given (not 1) its chunks are drawn by the workers.
 3. **Selection** and **evaluation**: trials are cut into chunks; chunk ``i`` of stream ``k`` draws
    from ``numpy.random.default_rng(SeedSequence(seed, spawn_key=(k, i)))``, samples under ``D`` and
    under ``D_prime`` (one ``sample`` call each), scores both (one ``score`` call each) and keeps
    only counts per grid bin, plus, when asked for (``privacy_loss=True``) and the score is the
    exact privacy loss, the per-bin sums of :mod:`dpaudit.audit.privacy_loss`. Memory is
    O(bins), never O(trials).
-4. Chunks are grouped into batches of a fixed size that depends only on the chunk size and the
-   output size, never on the number of workers; batches run through ``joblib.Parallel`` (the
+4. Chunks are grouped into batches of a fixed size that depends only on the chunk size, the
+   output size and whether floating-point sums or a store are kept (audits that keep counts
+   only are cut finer), never on the number of workers; batches run through ``joblib.Parallel`` (the
    backend is whatever ``joblib.parallel_config`` selects) and are summed in batch order. The
    result is therefore bit-identical for any ``n_jobs`` and any execution order.
 
@@ -103,6 +105,14 @@ _MIN_CHUNK, _MAX_CHUNK = SMALLEST_CHUNK, 2**15
 #: number of batches a stream is cut into when it is smaller than that allows.
 _BATCH_VALUES = 2**21
 _BATCHES_PER_STREAM = 8
+
+#: Audits that keep counts only, and no store, cut a stream into about this many batches of at
+#: least ``_FINE_BATCH_VALUES`` values each (never larger than the batches above): enough
+#: batches that 16 workers finish a stream together, rather than a few of them running its last
+#: large batches alone. Integer counts do not depend on where batches are cut; the privacy-loss
+#: sums (floating point) and a store's files do, so those audits keep the batches above.
+_FINE_BATCHES_PER_STREAM = 256
+_FINE_BATCH_VALUES = 2**18
 
 #: The outputs an audit draws besides its selection and evaluation trials (shape probe, fit,
 #: pilot and a learning attack's extra training outputs) are at most this fraction of the
@@ -257,13 +267,21 @@ def _run_batch(job: _Job, stream: str, first: int, n_chunks: int, total: int) ->
     return tally
 
 
-def _batches(stream: str, total: int, chunk_size: int, values_per_output: int) -> list[tuple]:
+def _batches(
+    stream: str, total: int, chunk_size: int, values_per_output: int, fine: bool = False
+) -> list[tuple]:
     """Cut a stream into batches of consecutive chunks: about ``_BATCHES_PER_STREAM`` of them,
-    each at most ``_BATCH_VALUES`` scalar values per dataset. Depends only on the stream's size,
-    the chunk size and the output size, so the summation order never depends on the workers."""
+    each at most ``_BATCH_VALUES`` scalar values per dataset; ``fine``: about
+    ``_FINE_BATCHES_PER_STREAM``, each at least ``_FINE_BATCH_VALUES`` values too. Depends only
+    on the stream's size, the chunk size, the output size and ``fine``, so the summation order
+    never depends on the workers."""
     n_chunks = -(-total // chunk_size)
-    largest = max(1, _BATCH_VALUES // (chunk_size * values_per_output))
+    chunk_values = chunk_size * values_per_output
+    largest = max(1, _BATCH_VALUES // chunk_values)
     per_batch = max(1, min(n_chunks // _BATCHES_PER_STREAM, largest))
+    if fine:
+        smallest = max(1, _FINE_BATCH_VALUES // chunk_values)
+        per_batch = min(max(n_chunks // _FINE_BATCHES_PER_STREAM, smallest), per_batch)
     return [
         (stream, first, min(per_batch, n_chunks - first), total)
         for first in range(0, n_chunks, per_batch)
@@ -322,25 +340,70 @@ def _fingerprint(
     }
 
 
-def _pilot(job: _Job, trials: int, store: ChunkStore | None) -> tuple[np.ndarray, int, float]:
-    """The pilot scores under both datasets, chunk by chunk; with a store every finished chunk
-    is saved at once and loaded on a rerun, so an interrupted pilot is never drawn again.
+def _timed_draw(job: _Job, stream: str, chunk: int, size: int) -> tuple[np.ndarray, float]:
+    """The scores of one chunk under both datasets, stacked, and the seconds they took."""
+    started = time.perf_counter()
+    scores = np.stack(_draw(job, stream, chunk, size))
+    return scores, time.perf_counter() - started
 
-    Returns the scores, the trials per dataset drawn now (not loaded) and the seconds they took.
+
+def _pilot(
+    job: _Job, trials: int, store: ChunkStore | None, n_jobs: int | None = None
+) -> tuple[np.ndarray, int, float]:
+    """The pilot scores under both datasets, chunk by chunk; with a store every finished chunk
+    is saved at once and loaded on a rerun, so an interrupted pilot is never drawn again. With
+    ``n_jobs`` workers (not ``None`` or 1) the chunks not stored are drawn by the workers: each
+    chunk's scores are the same wherever it is drawn.
+
+    Returns the scores, the trials per dataset drawn now (not loaded) and the seconds they took
+    in one process (summed over the chunks).
     """
-    scores, drawn, seconds = [], 0, 0.0
-    for chunk in range(-(-trials // job.chunk_size)):
-        size = min(job.chunk_size, trials - chunk * job.chunk_size)
-        stored = None if store is None else store.load_scores("pilot", chunk, (2, size))
-        if stored is None:
-            started = time.perf_counter()
-            stored = np.stack(_draw(job, "pilot", chunk, size))
-            seconds += time.perf_counter() - started
-            drawn += size
-            if store is not None:
-                store.save_scores("pilot", chunk, stored)
-        scores.append(stored.ravel())
-    return np.concatenate(scores), drawn, seconds
+    sizes = [
+        min(job.chunk_size, trials - chunk * job.chunk_size)
+        for chunk in range(-(-trials // job.chunk_size))
+    ]
+    scores: list[np.ndarray | None] = [
+        None if store is None else store.load_scores("pilot", chunk, (2, size))
+        for chunk, size in enumerate(sizes)
+    ]
+    drawn, seconds, deaths = 0, 0.0, 0
+    while True:
+        missing = [chunk for chunk, stored in enumerate(scores) if stored is None]
+        try:
+            for chunk, (stored, took) in zip(
+                missing, _pilot_chunks(job, missing, sizes, n_jobs), strict=True
+            ):
+                scores[chunk] = stored
+                seconds += took
+                drawn += sizes[chunk]
+                if store is not None:
+                    store.save_scores("pilot", chunk, stored)
+            break
+        except _worker_deaths() as exc:
+            # The chunks drawn so far are kept; draw the others again.
+            deaths = _one_more_death(deaths, exc)
+    return np.concatenate([s.ravel() for s in scores]), drawn, seconds
+
+
+def _pilot_chunks(
+    job: _Job, chunks: list[int], sizes: list[int], n_jobs: int | None
+) -> Iterator[tuple[np.ndarray, float]]:
+    """The timed scores of the pilot's ``chunks`` in order: in this process, or by ``n_jobs``
+    workers (not ``None`` or 1) when there are at least two chunks."""
+    if n_jobs is None or n_jobs == 1 or len(chunks) < 2:
+        return (_timed_draw(job, "pilot", chunk, sizes[chunk]) for chunk in chunks)
+    run = single_threaded(_timed_draw) if on_dask() else _timed_draw
+    parallel = Parallel(n_jobs=n_jobs, return_as="generator")
+    return parallel(delayed(run)(job, "pilot", chunk, sizes[chunk]) for chunk in chunks)
+
+
+def _one_more_death(deaths: int, exc: BaseException) -> int:
+    """``deaths + 1``, or ``ValueError`` once that is more than ``WORKER_RETRIES``."""
+    deaths += 1
+    if deaths > WORKER_RETRIES:
+        reason = " ".join(str(exc).split())
+        raise ValueError(f"worker processes died {deaths} times; giving up ({reason})") from exc
+    return deaths
 
 
 def _worker_deaths() -> tuple[type[BaseException], ...]:
@@ -533,7 +596,7 @@ def _fix_grid(
 ) -> tuple[_Job, int]:
     """The job with the score grid fixed by the pilot (before any trial used for a bound
     exists), and the number of workers: the given one, else as the pilot's speed predicts."""
-    pilot, drawn, seconds = _pilot(job, pilot_trials, chunk_store)
+    pilot, drawn, seconds = _pilot(job, pilot_trials, chunk_store, n_jobs)
     if n_jobs is None:
         # A pilot loaded from a store was part of a run long enough to be stored: every core.
         per_trial = seconds / drawn if drawn else math.inf
@@ -574,8 +637,9 @@ def _run_streams(
     """Tally the selection and evaluation streams, batch by batch in order, resuming from the
     store and running again what dead workers left (at most ``WORKER_RETRIES`` times)."""
     chunk_size, grid, fixed = job.chunk_size, job.grid, job.fixed_thresholds
-    batches = _batches("selection", selection_trials, chunk_size, values_per_output)
-    batches += _batches("evaluation", trials, chunk_size, values_per_output)
+    fine = not job.privacy_loss and chunk_store is None
+    batches = _batches("selection", selection_trials, chunk_size, values_per_output, fine)
+    batches += _batches("evaluation", trials, chunk_size, values_per_output, fine)
     totals = {
         "selection": _Tally(np.zeros((2, grid.n_bins), dtype=np.int64), None, None),
         "evaluation": _Tally(
@@ -596,12 +660,7 @@ def _run_streams(
                     position = index + 1
             except _worker_deaths() as exc:
                 # Summed so far: batches[:position], in order; run the rest again.
-                deaths += 1
-                if deaths > WORKER_RETRIES:
-                    reason = " ".join(str(exc).split())
-                    raise ValueError(
-                        f"worker processes died {deaths} times; giving up ({reason})"
-                    ) from exc
+                deaths = _one_more_death(deaths, exc)
     return totals
 
 
@@ -709,10 +768,10 @@ def audit_mechanism(
         ``result.metadata["random"]["outputs_per_dataset"]`` says how many outputs per dataset
         went where (``probe``: under ``D`` only).
     n_jobs:
-        Workers for ``joblib.Parallel`` (``-1``: all cores, ``-2``: all but one). ``None``
-        (default): this process
-        for audits the pilot predicts to be short, every core otherwise (:func:`auto_n_jobs`).
-        Results do not depend on it.
+        Workers for ``joblib.Parallel`` (``-1``: all cores, ``-2``: all but one); given (not
+        1), they draw the pilot too. ``None`` (default): the pilot in this process, then this
+        process for audits the pilot predicts to be short, every core otherwise
+        (:func:`auto_n_jobs`). Results do not depend on it.
     chunk_size:
         Trials per random-stream chunk; default about ``2^15`` scalar values per chunk. Results
         depend on it (it defines the streams), so it is recorded in the result.
@@ -739,11 +798,11 @@ def audit_mechanism(
         this machine's cores with numpy; ``"cpu"``, ``"cuda"`` or ``"cuda:N"`` on that PyTorch
         device (:mod:`dpaudit.audit.device`; needs the ``torch`` extra). A device runs only
         mechanisms and attacks with a device path (Gaussian, Laplace, randomized response,
-        Poisson-subsampled Gaussian and Laplace, with the likelihood-ratio or threshold
-        attack), without ``privacy_loss``, ``store`` or
-        ``n_jobs``; anything else is refused with a ``ValueError``. Results on a device are
-        reproducible on that device and independent of its memory, but are not the numbers
-        of the numpy engine (other generators; the same law).
+        Poisson-subsampled Gaussian and Laplace, DP-SGD with Poisson batches, with the
+        likelihood-ratio, threshold or plain membership attack), without ``privacy_loss``,
+        ``store`` or ``n_jobs``; anything else is refused with a ``ValueError``. Results on a
+        device are reproducible on that device and independent of its memory, but are not the
+        numbers of the numpy engine (other generators; the same law).
     """
     started = time.perf_counter()
     trials = check_trials("trials", trials)

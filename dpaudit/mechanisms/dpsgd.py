@@ -61,13 +61,14 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 from scipy import sparse
 from scipy.special import expit
 
+from dpaudit._core.device import has_twin
 from dpaudit._core.validation import (
     check_choice,
     check_integer,
@@ -106,6 +107,9 @@ OBSERVATIONS = ("final", "updates")
 
 # Sampled (run, record) pairs per block of steps: bounds the memory of the batch draws.
 _BLOCK_ENTRIES = 2**20
+
+# Geometric gaps drawn per block of steps on a device: bounds the memory of the batch draws.
+_DEVICE_BLOCK_ENTRIES = 2**24
 
 
 class _Pairs(NamedTuple):
@@ -158,11 +162,27 @@ class _Model(ABC):
         of the logistic loss gradient scaled down to l2 norm at most ``clip`` (``inf``:
         unclipped). Shape ``(S, P)``; the canary coordinate is 0."""
 
+    @abstractmethod
+    def torch_logits(self, theta: Any, rows: Any) -> Any:
+        """The device twin of :meth:`logits` on float64 tensors."""
+
+    @abstractmethod
+    def torch_gradient_sums(self, theta: Any, rows: Any, y: Any, sq: Any, clip: float) -> Any:
+        """The device twin of :meth:`gradient_sums` on padded batches: run ``s`` (parameters
+        ``theta[s]``, ``(S, P)``) holds the examples of design rows ``rows[s]`` (``(S, W, .)``),
+        labels ``y[s]`` and ``sq[s]`` (``(S, W)``, 0 in empty slots, which count for nothing).
+        Float64 ``(S, P)``; the canary coordinate is 0."""
+
 
 def _clip_factor(norm_sq: np.ndarray, clip: float) -> np.ndarray:
     """``min(1, clip / norm)``, 1 for a zero gradient."""
     with np.errstate(divide="ignore"):
         return np.minimum(1.0, clip / np.sqrt(norm_sq))
+
+
+def _torch_clip_factor(norm_sq: Any, clip: float) -> Any:
+    """The device twin of :func:`_clip_factor` (float64 division by 0 gives ``inf``)."""
+    return (clip / norm_sq.sqrt()).clamp_(max=1.0)
 
 
 class _Logistic(_Model):
@@ -197,6 +217,16 @@ class _Logistic(_Model):
         indptr = pairs.indptr(size)
         sums = sparse.csr_array((coef, np.arange(run.size), indptr), shape=(size, run.size))
         return sums @ rows
+
+    def torch_logits(self, theta: Any, rows: Any) -> Any:
+        return (rows * theta).sum(dim=-1)
+
+    def torch_gradient_sums(self, theta: Any, rows: Any, y: Any, sq: Any, clip: float) -> Any:
+        import torch
+
+        r = torch.sigmoid(torch.matmul(rows, theta.unsqueeze(-1)).squeeze(-1)) - y
+        coef = r * _torch_clip_factor(r * r * sq, clip) * (sq > 0.0)
+        return torch.matmul(coef.unsqueeze(1), rows).squeeze(1)
 
 
 class _MLP(_Model):
@@ -274,6 +304,39 @@ class _MLP(_Model):
         out[:, h * k + 2 * h] = rs.sum(axis=1)
         return out
 
+    def _torch_forward(self, theta: Any, x: Any) -> tuple[Any, Any]:
+        """The device twin of :meth:`_forward`: hidden units ``(S, width, h)`` and logits
+        ``(S, width)`` of padded ``x``."""
+        import torch
+
+        w1, b1, w2, b2 = self._split(theta)
+        hidden = torch.tanh(torch.matmul(x, w1.transpose(1, 2)) + b1.unsqueeze(1))
+        return hidden, torch.matmul(hidden, w2.unsqueeze(-1)).squeeze(-1) + b2.unsqueeze(1)
+
+    def torch_logits(self, theta: Any, rows: Any) -> Any:
+        return self._torch_forward(theta, rows.unsqueeze(1))[1][:, 0]
+
+    def torch_gradient_sums(self, theta: Any, rows: Any, y: Any, sq: Any, clip: float) -> Any:
+        import torch
+
+        h, k = self.hidden, self.dim
+        size = theta.shape[0]
+        w2 = self._split(theta)[2]
+        hidden, z = self._torch_forward(theta, rows)
+        r = torch.sigmoid(z) - y
+        d_hidden = (r.unsqueeze(-1) * w2.unsqueeze(1)) * (1.0 - hidden * hidden)
+        norm_sq = r * r * ((hidden * hidden).sum(dim=-1) + 1.0)
+        norm_sq += (d_hidden * d_hidden).sum(dim=-1) * sq
+        scale = _torch_clip_factor(norm_sq, clip) * (sq > 0.0)
+        d_hidden *= scale.unsqueeze(-1)
+        rs = r * scale
+        out = theta.new_zeros((size, self.n_params))
+        out[:, : h * k] = torch.matmul(d_hidden.transpose(1, 2), rows).reshape(size, h * k)
+        out[:, h * k : h * k + h] = d_hidden.sum(dim=1)
+        out[:, h * k + h : h * k + 2 * h] = torch.matmul(rs.unsqueeze(1), hidden).squeeze(1)
+        out[:, h * k + 2 * h] = rs.sum(dim=1)
+        return out
+
 
 def _poisson_cells(rng: np.random.Generator, q: float, cells: int) -> np.ndarray:
     """Sorted indices of the successes among ``cells`` independent Bernoulli(q) trials, drawn
@@ -296,6 +359,43 @@ def _poisson_cells(rng: np.random.Generator, q: float, cells: int) -> np.ndarray
     while pos[-1] < cells:
         pos = np.concatenate([pos, pos[-1] + gaps()])
     return pos[: np.searchsorted(pos, cells)]
+
+
+def _torch_poisson_batches(
+    generator: Any, q: float, n: int, shape: tuple[int, int], width: int
+) -> Any:
+    """Poisson batches on ``generator``'s device: for each of the ``shape`` (step, run) rows the
+    sorted indices of the records sampled (each of ``range(n)`` with probability ``q``), padded
+    with ``n`` to a common width; int64, ``shape + (W,)``.
+
+    The positions are cumulative sums of geometric gaps ``floor(E / -log(1 - q)) + 1`` (``E``
+    standard exponential, so ``P(gap > k) = (1 - q)^k``), ``width`` per row at first; rows whose
+    gaps all fall inside ``range(n)`` draw ``width`` more until every row has passed ``n``. The
+    width is then cut to the largest batch. ``q = 1``: every record, no draws.
+    """
+    import torch
+
+    device = generator.device
+    if q == 1.0:
+        return torch.arange(n, device=device).expand(*shape, n)
+    scale = -1.0 / math.log1p(-q)
+    steps = torch.arange(1, width + 1, dtype=torch.float64, device=device)
+
+    def positions(rows: tuple[int, ...]) -> Any:
+        """Cumulative sums of ``width`` gaps per row."""
+        gaps = torch.empty((*rows, width), dtype=torch.float64, device=device)
+        gaps.exponential_(generator=generator).mul_(scale).floor_()
+        return gaps.cumsum_(dim=-1).add_(steps)
+
+    pos = positions(shape).sub_(1.0)
+    short = pos[..., -1] < n
+    while bool(short.any()):
+        more = torch.full_like(pos[..., :width], float(n))
+        more[short] = pos[short][:, -1:] + positions((int(short.sum()),))
+        pos = torch.cat([pos, more], dim=-1)
+        short = pos[..., -1] < n
+    largest = int((pos < n).sum(dim=-1).max())
+    return pos[..., : max(1, largest)].clamp_(max=float(n)).long()
 
 
 def _fixed_batches(rng: np.random.Generator, m: int, n: int, shape: tuple[int, int]) -> np.ndarray:
@@ -649,6 +749,113 @@ class DPSGD(Mechanism):
             for s, (a, b) in enumerate(zip(bounds[:-1], bounds[1:], strict=True))
         ]
 
+    # ------------------------------------------------------------------ on a device
+    def runs_on_device(self) -> bool:
+        """Whether :meth:`torch_sample` applies: Poisson sampling (fixed-size batches have no
+        device sampler), either model, either observation."""
+        return super().runs_on_device() and self.sampling == "poisson"
+
+    def torch_sample(
+        self, dataset: np.ndarray, sizes: Sequence[int], generators: Sequence[Any]
+    ) -> Any:
+        """The device twin of :meth:`sample` (Poisson sampling): ``sum(sizes)`` trainings as one
+        float64 tensor of outputs (:meth:`output_shape`) on the generators' device.
+
+        Block ``i`` (``sizes[i]`` runs) is trained alone on randomness from ``generators[i]``
+        alone, so its outputs never depend on the blocks trained with it. The training is
+        :meth:`sample`'s, in float64 on the device; batches are drawn as there, as the
+        cumulative sums of geometric gaps between sampled records, one row per (step, run).
+        """
+        import torch
+
+        x, y, c = self._records(dataset)
+        device = generators[0].device
+        data = self._torch_data(x, y, c, device)
+        parts = [
+            self._torch_train(data, size, generator)
+            for size, generator in zip(sizes, generators, strict=True)
+        ]
+        return torch.cat(parts)
+
+    def _torch_data(self, x: np.ndarray, y: np.ndarray, c: np.ndarray, device: Any) -> Any:
+        """One row per record on ``device``: its design row, label, ``sq`` and canary
+        coefficient side by side (one gather per step fetches them all), and one row more, the
+        empty slot of padded batches (all 0, so ``sq = 0``). Dirac canaries have ``sq = 0`` too:
+        they only move the canary coordinate, by their coefficient."""
+        import torch
+
+        ordinary = c == 0.0
+        design = self._model.design(x)
+        table = np.zeros((x.shape[0] + 1, design.shape[1] + 3))
+        table[:-1, :-3] = design
+        table[:-1, -3] = np.where(ordinary, y, 0.0)
+        table[:-1, -2] = np.where(ordinary, np.einsum("ij,ij->i", x, x) + 1.0, 0.0)
+        table[:-1, -1] = c
+        return torch.as_tensor(table, dtype=torch.float64, device=device)
+
+    def _torch_train(self, data: Any, size: int, generator: Any) -> Any:
+        """Outputs of ``size`` runs trained on ``data`` (:meth:`_torch_data`) with randomness
+        from ``generator``: per block of steps the batches, then per step the noise."""
+        import torch
+
+        n, p, columns = data.shape[0] - 1, self.n_params, data.shape[1]
+        device = generator.device
+        initial = torch.as_tensor(self._model.initial(), dtype=torch.float64, device=device)
+        theta = initial.expand(size, p).clone()
+        updates = torch.empty((size, self.steps), dtype=torch.float64, device=device)
+        if size == 0:
+            return theta if self.observe == "final" else updates
+        noise = torch.empty((size, p), dtype=torch.float64, device=device)
+        expected = n * self.rate
+        width = int(expected + 5.0 * math.sqrt(expected) + 5)
+        block = max(1, min(self.steps, _DEVICE_BLOCK_ENTRIES // max(1, size * width)))
+        step_size = self.learning_rate / self.batch_scale
+        for first in range(0, self.steps, block):
+            steps = min(block, self.steps - first)
+            batches = _torch_poisson_batches(generator, self.rate, n, (steps, size), width)
+            for s in range(steps):
+                picked = data.index_select(0, batches[s].reshape(-1)).view(size, -1, columns)
+                grad = self._model.torch_gradient_sums(
+                    theta, picked[..., :-3], picked[..., -3], picked[..., -2], self.clip
+                )
+                grad[:, -1] = self.clip * picked[..., -1].sum(dim=1)
+                grad += noise.normal_(0.0, self.sigma * self.clip, generator=generator)
+                updates[:, first + s] = grad[:, -1]
+                theta -= grad.mul_(step_size)
+        return theta if self.observe == "final" else updates.div_(self.clip)
+
+    def torch_log_density(self, dataset: np.ndarray, outputs: Any) -> Any:
+        """The device twin of :meth:`log_density` (``observe="updates"``): the accountant's step
+        density on the records' canary coefficients, summed over the steps; float64
+        ``(size,)``."""
+        if self.observe != "updates":
+            raise NotImplementedError(
+                f"{self.name}: the law of the final model is unknown; only observe='updates' "
+                "has a log_density"
+            )
+        import torch
+
+        _, _, c = self._records(dataset)
+        step = self.accountant.base
+        # A few runs at a time: the mixture's temporaries hold several values per output value.
+        runs = max(1, _DEVICE_BLOCK_ENTRIES // self.steps)
+        parts = [
+            step.torch_log_density(c, block.reshape(-1)).reshape(-1, self.steps).sum(dim=1)
+            for block in outputs.split(runs)
+        ]
+        return torch.cat(parts)
+
+    def ratio_on_device(self) -> bool:
+        """Whether the likelihood ratio scores on a device: ``observe="updates"`` (the final
+        model has no known density) and a step density with its device twin."""
+        step = self.accountant.base
+        return (
+            self.observe == "updates"
+            and super().ratio_on_device()
+            and has_twin(step, "log_density", "torch_log_density")
+            and step.runs_on_device()
+        )
+
     # ------------------------------------------------------------------ densities and losses
     def log_density(self, dataset: np.ndarray, outputs: np.ndarray) -> np.ndarray:
         """Exact log density of ``observe="updates"`` outputs on ``dataset``, shape ``(size,)``.
@@ -708,6 +915,20 @@ class DPSGD(Mechanism):
         row = self._model.design(x)
         z = self._model.logits(theta, np.broadcast_to(row, (theta.shape[0], row.shape[1])))
         return np.logaddexp(0.0, z) - y[0] * z
+
+    def torch_loss(self, params: Any, record: np.ndarray) -> Any:
+        """The device twin of :meth:`loss`: the loss of one ``record`` under each parameter
+        vector of the float64 tensor ``params`` (``(size, P)``), shape ``(size,)``."""
+        import torch
+
+        x, y, c = split_records(
+            np.reshape(np.asarray(record, dtype=float), (1, -1)), self.dataset.dim
+        )
+        if c[0] != 0.0:
+            return self.clip * c[0] * params[:, -1]
+        row = torch.as_tensor(self._model.design(x), dtype=torch.float64, device=params.device)
+        z = self._model.torch_logits(params, row.expand(params.shape[0], -1))
+        return torch.logaddexp(torch.zeros_like(z), z) - y[0] * z
 
     def membership_loss(self, pair: NeighbouringPair) -> Callable[[np.ndarray], np.ndarray]:
         """The statistic of :class:`~dpaudit.attacks.MembershipInference` on final models: the
@@ -778,3 +999,7 @@ class TargetLoss:
     def __call__(self, outputs: np.ndarray) -> np.ndarray:
         """The statistic of every output, shape ``(size,)``."""
         return self.sign * self.mechanism.loss(outputs, self.record)
+
+    def torch_call(self, outputs: Any) -> Any:
+        """The device twin of :meth:`__call__` on a float64 tensor of final models."""
+        return self.sign * self.mechanism.torch_loss(outputs, self.record)

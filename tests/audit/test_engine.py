@@ -7,6 +7,7 @@ import pytest
 
 import dpaudit
 from dpaudit.attacks import Attack, LikelihoodRatio, Threshold
+from dpaudit.audit import engine
 from dpaudit.audit.engine import (
     PILOT_TRIALS,
     chunk_generator,
@@ -90,6 +91,48 @@ def test_same_seed_is_bit_identical_for_one_and_two_workers():
     assert one.delta_estimate(1.0) == two.delta_estimate(1.0)
     other_seed = dpaudit.audit_mechanism(mech, n_jobs=1, **{**kwargs, "seed": 8})
     assert not np.array_equal(one.counts, other_seed.counts)
+
+
+def test_counts_only_audits_are_cut_finer_and_count_the_same_for_any_workers():
+    # Without privacy-loss sums the streams are cut into more batches (to feed many workers);
+    # the pilot runs on the workers too. Integer counts do not depend on either.
+    mech = Gaussian(1.0)
+    kwargs = dict(trials=300_000, seed=9, chunk_size=1024, selection_trials=70_000)
+    one = dpaudit.audit_mechanism(mech, n_jobs=1, **kwargs)
+    two = dpaudit.audit_mechanism(mech, n_jobs=2, **kwargs)
+    np.testing.assert_array_equal(one.grid.edges, two.grid.edges)
+    np.testing.assert_array_equal(one.counts, two.counts)
+    np.testing.assert_array_equal(one.selection_counts, two.selection_counts)
+
+
+@pytest.mark.parametrize(
+    ("total", "chunk", "values"),
+    [(1, 64, 1), (10**6, 1024, 1), (10**8, 32768, 1), (10**9, 32768, 1), (10**5, 256, 100)],
+)
+def test_batches_tile_each_stream_within_their_bounds(total, chunk, values):
+    n_chunks = -(-total // chunk)
+    layouts = {fine: engine._batches("evaluation", total, chunk, values, fine) for fine in (0, 1)}
+    for batches in layouts.values():
+        sizes = [b[2] for b in batches]
+        assert [b[1] for b in batches] == list(np.cumsum([0, *sizes[:-1]]))
+        assert sum(sizes) == n_chunks and all(b[3] == total for b in batches)
+        assert max(sizes) * chunk * values <= max(engine._BATCH_VALUES, chunk * values)
+    coarse, fine = (layouts[k][0][2] for k in (0, 1))
+    assert fine <= coarse
+    if fine < coarse:  # cut finer, yet never below the smallest batch
+        assert (fine + 1) * chunk * values > engine._FINE_BATCH_VALUES
+    if fine * engine._FINE_BATCHES_PER_STREAM <= n_chunks:
+        assert len(layouts[1]) >= engine._FINE_BATCHES_PER_STREAM
+
+
+def test_pilot_scores_are_the_same_drawn_by_workers():
+    mech = Gaussian(1.0)
+    pair = mech.worst_case_pair()
+    job = engine._Job(mech, pair, LikelihoodRatio(mech, pair), None, 4, 512, False, None, ())
+    here, drawn, _ = engine._pilot(job, 5000, None, 1)
+    there, drawn_there, seconds = engine._pilot(job, 5000, None, 2)
+    np.testing.assert_array_equal(here, there)
+    assert drawn == drawn_there == 5000 and seconds > 0
 
 
 def test_counts_equal_a_replay_of_the_streams_in_any_chunk_order():
