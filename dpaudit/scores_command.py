@@ -264,7 +264,7 @@ def run(args: argparse.Namespace) -> list[tuple[str, str, str]]:
             f"scores: eps >= {eps:.4g} at delta={args.delta:g}, mu >= "
             f"{record['mu_lower_bound']:.4g} ({record['confidence']:.0%} for the "
             f"{family['tests']} tests together, each at {each:.4g}%; "
-            f"ceiling for this n: mu {result.mu_ceiling():.4g}); "
+            f"ceiling for this n: mu {record['mu_ceiling']:.4g}); "
             f"report: {args.output / 'index.html'}"
         )
     if claim is None:

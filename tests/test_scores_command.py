@@ -198,3 +198,4 @@ def test_the_line_shows_the_reports_numbers_and_their_confidence(table, capsys):
     assert f"eps >= {eps:.4g}" in line and f"mu >= {record['mu_lower_bound']:.4g}" in line
     each = 100 * record["family"]["confidence_per_test"]
     assert f"95% for the {record['family']['tests']} tests together, each at {each:.4g}%" in line
+    assert f"ceiling for this n: mu {record['mu_ceiling']:.4g}" in line

@@ -757,7 +757,8 @@ def audit_mechanism(
     confidence:
         Level of every bound, in ``(0, 1)``.
     strategy:
-        ``"holdout"``, ``"bonferroni"`` or ``"fixed"`` (:mod:`dpaudit.audit.strategies`).
+        ``"holdout"``, ``"bonferroni"``, ``"fixed"`` or ``"holdout+band"``
+        (:mod:`dpaudit.audit.strategies`).
     threshold:
         The threshold(s) for ``strategy="fixed"`` (test "D_prime iff score > threshold").
     selection_trials:

@@ -12,9 +12,11 @@ Three kinds:
   compositions). A uniform grid whose bins are centred on the lattice points, widened by the
   lattice's span, so every score value, seen in the pilot or not, is counted exactly on its own.
 - ``discrete``: few distinct scores off any lattice. Edges halfway between neighbouring values.
-- ``values``: the edges are the selection sample's own distinct values
-  (:meth:`ScoreGrid.from_values`), so every threshold the selection can name is tested; used by
-  audits of given scores, whose samples are small enough to keep one bin per value.
+- ``values``: one edge at every distinct finite score of the selection and evaluation samples
+  (:meth:`ScoreGrid.from_values`), and one just above the largest when some score is ``+inf``,
+  so that the last bin holds the ``+inf`` scores alone; used by audits of given scores, whose
+  samples are small enough to keep one bin per value. The edges that are selection scores are
+  the thresholds the selection sample names (:meth:`AuditResult._named`).
 
 Bins are half-open: bin ``0`` is ``(-inf, e_0)``, bin ``k`` is ``[e_{k-1}, e_k)``, the last bin is
 ``[e_{E-1}, inf)``. The test at edge ``e_j`` answers "D_prime" iff ``score >= e_j``.
@@ -125,12 +127,17 @@ class ScoreGrid:
     @classmethod
     def from_values(cls, scores: np.ndarray) -> ScoreGrid:
         """One edge at each distinct finite value of ``scores`` (at least one edge: ``0`` when
-        none is finite); the test at edge ``e`` is "D_prime iff score >= e"."""
+        none is finite), and one just above the largest when a score is ``+inf`` (its bin then
+        holds the ``+inf`` scores alone); the test at edge ``e`` is "D_prime iff score >= e"."""
         s = np.asarray(scores, dtype=float).ravel()
         if np.isnan(s).any():
             raise ValueError("scores must not contain NaN")
         values = np.unique(s[np.isfinite(s)])
-        return cls("values", values if values.size else np.array([0.0]))
+        if values.size == 0:
+            return cls("values", np.array([0.0]))
+        if np.isposinf(s).any():
+            values = np.append(values, np.nextafter(values[-1], np.inf))
+        return cls("values", values)
 
     @property
     def n_bins(self) -> int:

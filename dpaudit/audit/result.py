@@ -33,6 +33,8 @@ from dpaudit.audit.grid import ScoreGrid
 from dpaudit.audit.lower_bounds import epsilon_from_errors, mu_from_errors, violation_margin
 from dpaudit.audit.privacy_loss import PrivacyLossStatistics
 from dpaudit.audit.strategies import (
+    BAND_SHARE,
+    band_upper,
     bonferroni_candidates,
     ceiling_errors,
     choose_threshold,
@@ -283,7 +285,15 @@ class AuditResult:
     def _ceiling_errors(self, kind: str) -> tuple[Any, Any]:
         ev = self.tradeoff
         if kind == "perfect":
-            return ceiling_errors(ev.n_d, ev.n_d_prime, self.gamma)
+            a, b = ceiling_errors(ev.n_d, ev.n_d_prime, self.gamma)
+            if self.strategy != "holdout+band":
+                return a, b
+            # The band reads a perfect attack on the pooled trials as well.
+            sel = self.selection_tradeoff
+            half = BAND_SHARE * self.gamma / 2
+            pooled_a = float(band_upper(np.array(0), ev.n_d + sel.n_d, half))
+            pooled_b = float(band_upper(np.array(0), ev.n_d_prime + sel.n_d_prime, half))
+            return np.array([a, pooled_a]), np.array([b, pooled_b])
         if kind != "oracle":
             raise ValueError(f"kind must be 'perfect' or 'oracle', got {kind!r}")
         curve = getattr(self.mechanism, "tradeoff", None)
@@ -298,9 +308,11 @@ class AuditResult:
         """The most any audit with these evaluation sizes could certify at ``delta``.
 
         ``kind="perfect"``: a perfect attack (no errors at all) read at one threshold with
-        ``gamma/2`` per bound (:func:`~dpaudit.audit.strategies.ceiling_errors`); no attack or
-        strategy of these sizes can exceed it. ``kind="oracle"``: an *estimate* of what the best
-        single threshold certifies on the mechanism's own trade-off curve
+        ``gamma/2`` per bound (:func:`~dpaudit.audit.strategies.ceiling_errors`), and with
+        ``"holdout+band"`` also read by the band on the selection and evaluation trials pooled
+        (the larger of the two); no attack or strategy of these sizes can exceed it.
+        ``kind="oracle"``: an *estimate* of what the best single threshold certifies on the
+        mechanism's own trade-off curve
         (:func:`~dpaudit.audit.strategies.oracle_errors`; needs ``mechanism.tradeoff()``).
         The gap between :meth:`epsilon_lower_bound` and these is what the audit left unused.
         """

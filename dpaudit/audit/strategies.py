@@ -420,7 +420,7 @@ def _holdout_band_choice(
     if selection is None:
         raise ValueError("strategy 'holdout+band' needs the selection counts")
     holdout = choose_threshold(
-        "holdout", objective, selection, evaluation, (1 - BAND_SHARE) * gamma
+        "holdout", objective, selection, evaluation, (1 - BAND_SHARE) * gamma, named
     )
     fp = np.asarray(selection[0]) + np.asarray(evaluation[0])
     fn = np.asarray(selection[1]) + np.asarray(evaluation[1])

@@ -178,3 +178,44 @@ def test_default_scores_strategy_is_holdout_with_band():
     w = r.epsilon_witness(1e-5)
     assert w["strategy"] in ("band", "holdout", "holdout+median", "holdout+reserve", "bonferroni")
     assert w["epsilon"] > 0
+
+
+def test_the_defaults_holdout_chooses_among_the_selections_values_only():
+    """On a grid of both samples' values the holdout inside "holdout+band" reads a selection
+    score, never an evaluation score (whose test would depend on evaluation data)."""
+    for seed in range(12):
+        rng = np.random.default_rng(seed)
+        s0, s1 = rng.standard_normal(1000), rng.standard_normal(1000) + 1.0
+        r = audit_scores(s0, s1, seed=seed)
+        named = set(r.grid.edges[r._named()].tolist())
+        for w in (r.mu_witness(), r.epsilon_witness(1e-5)):
+            if w["strategy"] != "band":
+                assert w["threshold"] in named, (seed, w["strategy"])
+
+
+def test_infinite_selection_scores_name_no_evaluation_value():
+    """A +inf score of the selection names the test "score = inf" (an edge above every finite
+    score), not the largest finite score, which may lie in the evaluation sample."""
+    rng = np.random.default_rng(0)
+    s0 = rng.standard_normal(60)
+    s1 = np.r_[rng.standard_normal(40) + 1.0, np.full(20, np.inf)]
+    r = audit_scores(s0, s1, seed=1, strategy="holdout")
+    finite_max = float(np.max(np.r_[s0, s1[np.isfinite(s1)]]))
+    assert r.grid.edges[-1] > finite_max and r.grid.edges[-2] == finite_max
+    sel0, _, sel1, _ = _split_indices(1, 60)
+    selection = np.r_[s0[sel0], s1[sel1]]
+    named = r.grid.edges[r._named()]
+    for edge in named:
+        assert edge in selection or (edge > finite_max and np.isinf(selection).any())
+
+
+@pytest.mark.parametrize("confidence", [0.95, 0.99, 0.999])
+@pytest.mark.parametrize("n", [20, 200, 2000])
+def test_bounds_never_exceed_the_ceilings_of_the_default(n, confidence):
+    """The ceilings state what a perfect attack could certify with these sizes; with the band
+    reading the pooled trials they include its reading, so no bound exceeds them (perfectly
+    separated scores attain them)."""
+    s0, s1 = np.zeros(n), np.ones(n)
+    r = audit_scores(s0, s1, confidence=confidence)
+    assert r.epsilon_lower_bound(1e-5) <= r.epsilon_ceiling(1e-5) + 1e-12
+    assert r.mu_lower_bound() <= r.mu_ceiling() + 1e-12
