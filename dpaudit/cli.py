@@ -5,6 +5,7 @@ Sub-commands::
     dpaudit run SPEC -o DIR        run the audits of a TOML spec, write results.json and a report
     dpaudit report RESULTS -o DIR  draw the report again from a results.json (runs no trial)
     dpaudit suite [-o DIR]         audit the battery of reference mechanisms (default: reports/)
+    dpaudit library NAME -o DIR    audit a DP library's functions against its own claims
     dpaudit list                   kinds of mechanisms, attacks and claims; methods; spec keys
     dpaudit bounds KIND --param k=v ...   theory table: eps at delta and delta at eps, every method
     dpaudit audit-accountant SPEC -o DIR  check accountants' delta(eps) ([[accountant_audit]])
@@ -21,7 +22,7 @@ Exit codes: 0 every audit reached its expected verdict (by default: every claim 
 expected verdict, which for an ordinary audit means its claim was violated. ``run`` fails with 3
 by default (``--no-fail-on-violation`` turns that off); ``suite`` only with
 ``--fail-on-violation``, since its battery holds a deliberately over-claimed mechanism that is
-expected to be violated.
+expected to be violated. ``library`` exits 3 when some function's claim was refuted.
 
 Output directories are written atomically: a failed run leaves nothing behind.
 """
@@ -158,6 +159,31 @@ def build_parser() -> argparse.ArgumentParser:
         "--print-spec", action="store_true", help="print the suite's TOML spec and exit"
     )
     suite.set_defaults(func=_cmd_suite)
+
+    library = sub.add_parser(
+        "library", help="audit the covered functions of a DP library against its own claims"
+    )
+    library.add_argument("name", help="the library: diffprivlib or opendp")
+    library.add_argument("-o", "--output", type=Path, required=True, help="report directory")
+    library.add_argument(
+        "--trials", type=int, default=10_000, help="trials per dataset of each audit"
+    )
+    library.add_argument(
+        "--quick", action="store_true", help="one candidate pair per row, no pilot audits"
+    )
+    library.add_argument(
+        "--function",
+        action="append",
+        dest="functions",
+        metavar="NAME",
+        help="audit only this function (repeatable; names as in the table)",
+    )
+    library.add_argument("--seed", type=int, default=0, help="root seed")
+    library.add_argument(
+        "--confidence", type=float, default=0.95, help="family-wise confidence (default 0.95)"
+    )
+    library.add_argument("--quiet", action="store_true", help="no progress, no summary")
+    library.set_defaults(func=_cmd_library)
 
     lst = sub.add_parser("list", help="mechanism kinds, attack kinds, claim kinds, methods")
     lst.set_defaults(func=_cmd_list)
@@ -300,6 +326,33 @@ def _cmd_suite(args: argparse.Namespace) -> int:
         print(specs.SUITE_TOML, end="")
         return EXIT_OK
     return _run_audits(specs.suite(), args.output, args)
+
+
+def _cmd_library(args: argparse.Namespace) -> int:
+    from dpaudit import libraries
+
+    reports.writer.check_output_directory(args.output)
+    plan = libraries.plan_battery(
+        args.name,
+        trials=args.trials,
+        quick=args.quick,
+        functions=args.functions,
+        confidence=args.confidence,
+        seed=args.seed,
+    )
+    lib = plan.library
+    seeded = "" if lib.seeded else f"; {lib.name} cannot be seeded, so reruns are not identical"
+    print(
+        f"{lib.name} {lib.version()}: {len(plan.rows)} audits, {lib.cost(plan.draws)}{seeded}",
+        file=sys.stderr,
+    )
+    progress = None if args.quiet else (lambda line: print(line, file=sys.stderr))
+    battery = libraries.run_battery(plan, progress=progress)
+    battery.write(args.output)
+    if not args.quiet:
+        print(battery.markdown())
+        print(f"report: {args.output / 'index.html'}")
+    return EXIT_VIOLATION if battery.refuted else EXIT_OK
 
 
 def _cmd_report(args: argparse.Namespace) -> int:

@@ -66,7 +66,7 @@ def plan_battery(
 
 
 def run_battery(
-    name: str,
+    name: str | Plan,
     *,
     trials: int = 10_000,
     quick: bool = False,
@@ -77,7 +77,8 @@ def run_battery(
     progress: Callable[[str], None] | None = None,
 ) -> Battery:
     """Audit every covered function of library ``name``; the arguments are those of
-    :func:`plan_battery`, and ``progress(line)`` hears of each finished row.
+    :func:`plan_battery`, and ``progress(line)`` hears of each finished row. ``name`` may also be
+    a :class:`Plan` from :func:`plan_battery` (the other arguments are then not used).
 
     Returns
     -------
@@ -86,6 +87,8 @@ def run_battery(
         ``battery.refuted`` (some claim refuted, family-wise at ``confidence``) and
         ``battery.write(path)`` (``results.json`` and the report).
     """
+    if isinstance(name, Plan):
+        return run(name, progress=progress)
     laid_out = plan_battery(
         name,
         trials=trials,

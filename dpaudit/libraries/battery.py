@@ -43,6 +43,7 @@ from dpaudit.mechanisms.base import NeighbouringPair
 from dpaudit.mechanisms.blackbox import BlackBox
 from dpaudit.mechanisms.pairs import subsample
 from dpaudit.reports.records import build_record, results_document
+from dpaudit.reports.text import format_number
 from dpaudit.reports.writer import write
 
 __all__ = [
@@ -107,13 +108,21 @@ class Function:
 class Library:
     """A library the battery covers: ``module`` is imported, ``package`` is what pip installs,
     ``functions()`` lists the covered functions, ``seeded`` says whether its randomness follows
-    the audit's seed (audits are then reproducible bit for bit)."""
+    the audit's seed (audits are then reproducible bit for bit), ``one_call_per_output`` whether
+    every output costs one call into the library (else one call per chunk of outputs)."""
 
     name: str
     module: str
     package: str
     functions: Callable[[], list[Function]]
     seeded: bool
+    one_call_per_output: bool
+
+    def cost(self, draws: int) -> str:
+        """``draws`` outputs in words: how many calls into the library they take."""
+        if self.one_call_per_output:
+            return f"at most {draws:,} calls into {self.name} (one per output)"
+        return f"at most {draws:,} outputs from {self.name} (one call per chunk of outputs)"
 
     def require(self) -> None:
         """Import the library; ``ValueError`` in one line naming it and the pip command."""
@@ -269,6 +278,24 @@ class Battery:
         import pandas as pd
 
         return pd.DataFrame(self.table)
+
+    def markdown(self) -> str:
+        """The summary table in Markdown: function, relation, pair generator, claim, certified
+        ``eps`` lower bound at the claim's ``delta`` against the claim's ``eps``, verdict, time."""
+        lines = [
+            "| function | relation | pairs | claim | eps >= (at delta) | claimed eps | verdict "
+            "| s |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for r in self.table:
+            relation = r["relation"] + ("" if r["relation_stated"] else " (assumed)")
+            verdict = r["verdict"] if "error" not in r else f"error: {r['error'][:60]}"
+            lines.append(
+                f"| `{r['function']}` | {relation} | {r['generator']} | {r['claim']} | "
+                f"{format_number(r['epsilon_lower_bound'])} ({r['delta']:g}) | "
+                f"{format_number(r['claimed_epsilon'])} | {verdict} | {r['seconds']:.1f} |"
+            )
+        return "\n".join(lines)
 
     def document(self) -> dict[str, Any]:
         """The content of ``results.json``: the audit records and a ``battery`` section."""

@@ -191,4 +191,6 @@ def functions() -> list[Function]:
 
 
 #: diffprivlib in the battery's registry.
-LIBRARY = Library("diffprivlib", "diffprivlib", "diffprivlib", functions, seeded=True)
+LIBRARY = Library(
+    "diffprivlib", "diffprivlib", "diffprivlib", functions, seeded=True, one_call_per_output=True
+)
