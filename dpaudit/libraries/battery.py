@@ -224,7 +224,8 @@ def plan(
         Names of the functions to audit (default: all); an unknown name is refused.
     budget:
         Most candidate pairs per row, subsampled from the generator's (default 4, or 1 with
-        ``quick``); pilots of ``max(trials // 8, 200)`` trials choose among them.
+        ``quick``); pilots of ``max(trials // 8, 200)`` trials (at most ``trials``) choose
+        among them.
     confidence:
         Family-wise confidence of the battery's verdicts.
     seed:
@@ -252,7 +253,8 @@ def plan(
                 chosen = subsample(candidates, budget, seed=seed) if candidates else []
                 if chosen:
                     rows.append(Row(function, relation, generator, tuple(chosen)))
-    return Plan(library, tuple(rows), trials, max(trials // 8, 200), confidence, seed)
+    pilot_trials = min(trials, max(trials // 8, 200))
+    return Plan(library, tuple(rows), trials, pilot_trials, confidence, seed)
 
 
 @dataclass
@@ -289,7 +291,7 @@ class Battery:
         ]
         for r in self.table:
             relation = r["relation"] + ("" if r["relation_stated"] else " (assumed)")
-            verdict = r["verdict"] if "error" not in r else f"error: {r['error'][:60]}"
+            verdict = r["verdict"] if "error" not in r else f"error: {r['error'][:160]}"
             lines.append(
                 f"| `{r['function']}` | {relation} | {r['generator']} | {r['claim']} | "
                 f"{format_number(r['epsilon_lower_bound'])} ({r['delta']:g}) | "

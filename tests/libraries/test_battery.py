@@ -1,0 +1,160 @@
+"""The library battery: its statistics on correct reference mechanisms wrapped the way the
+libraries are, and its plan, records and errors."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from dpaudit.bounds.rdp import ZCDP
+from dpaudit.bounds.tradeoff import approx_dp
+from dpaudit.libraries import LIBRARIES, library, plan_battery, run_battery
+from dpaudit.libraries.battery import Claimed, Function, Library, audit_draws, plan, run
+from dpaudit.mechanisms import Gaussian, Laplace
+from dpaudit.mechanisms.pairs import boundary_pairs, random_pairs
+
+BOUNDS = (-1.0, 1.0)
+
+
+def _release(mechanism):
+    """dpaudit's own mechanism as a release function, built once per audit as for a library."""
+
+    def build():
+        return lambda dataset, size, rng: mechanism.sample(np.asarray(dataset), size, rng)
+
+    return build
+
+
+def _pairs(relation):
+    return {
+        "boundary": boundary_pairs(5, *BOUNDS, relation=relation),
+        "random": random_pairs(5, *BOUNDS, relation=relation, budget=4),
+    }
+
+
+def _claims(add_remove, replace_one, deltas):
+    return {
+        "add_remove": Claimed(add_remove, {}, deltas, "add/remove claim"),
+        "replace_one": Claimed(replace_one, {}, deltas, "replace-one claim"),
+    }
+
+
+def reference(laplace_eps: float = 1.0) -> Library:
+    """Correct Laplace (scale 1) and Gaussian (sigma 1) sums of records in [-1, 1], claiming
+    exactly what they are: eps = 1 (add/remove) and 2 (replace-one), rho = 0.5 and 2."""
+    functions = [
+        Function(
+            "laplace",
+            _release(Laplace(scale=1.0)),
+            _claims(approx_dp(laplace_eps, 0.0), approx_dp(2 * laplace_eps, 0.0), (0.0,)),
+            _pairs,
+            stated=False,
+        ),
+        Function(
+            "gaussian",
+            _release(Gaussian(sigma=1.0)),
+            _claims(ZCDP(0.5).tradeoff(), ZCDP(2.0).tradeoff(), (1e-5,)),
+            _pairs,
+        ),
+    ]
+    return Library("reference", "numpy", "numpy", lambda: functions, True, False)
+
+
+def test_the_plan_splits_the_confidence_over_its_rows_and_counts_its_draws():
+    laid_out = plan(reference(), trials=1000, budget=2, confidence=0.9)
+    assert len(laid_out.rows) == 2 * 2 * 2
+    assert laid_out.row_confidence == pytest.approx(1 - 0.1 / 8)
+    assert all(len(r.candidates) == 2 for r in laid_out.rows)
+    pilots = 2 * audit_draws(laid_out.pilot_trials, 500)
+    assert laid_out.draws == 8 * (audit_draws(1000) + pilots)
+    assert plan(reference(), trials=1000, quick=True).draws == 8 * audit_draws(1000)
+
+
+def test_a_correct_reference_battery_is_consistent_and_an_over_claim_is_refuted():
+    honest = run(plan(reference(), trials=2000, quick=True, seed=3))
+    assert not honest.refuted
+    assert {r["verdict"] for r in honest.table} == {"consistent"}
+    over = run(plan(reference(laplace_eps=0.3), trials=2000, quick=True, seed=3))
+    refuted = {(r["function"], r["generator"]) for r in over.table if r["verdict"] == "violated"}
+    assert ("laplace", "boundary") in refuted and not any(f == "gaussian" for f, _ in refuted)
+
+
+@pytest.mark.slow
+def test_false_alarms_of_the_battery_stay_within_its_level_over_100_seeds():
+    # 100 batteries of 8 rows each at family-wise confidence 0.95 on claims that are exact:
+    # a battery is refuted with probability at most 0.05, so more than 12 refuted batteries
+    # out of 100 would happen with probability below 0.002 (binomial tail).
+    refuted = sum(
+        run(plan(reference(), trials=1000, quick=True, seed=seed)).refuted for seed in range(100)
+    )
+    assert refuted <= 12
+
+
+def test_a_row_whose_function_raises_is_an_error_not_a_crash(tmp_path):
+    def broken():
+        def release(dataset, size, rng):
+            raise OverflowError("the library gave up")
+
+        return release
+
+    lib = Library(
+        "broken",
+        "numpy",
+        "numpy",
+        lambda: [Function("f", broken, _claims(approx_dp(1, 0), approx_dp(2, 0), (0.0,)), _pairs)],
+        True,
+        True,
+    )
+    battery = run(plan(lib, trials=100, quick=True, functions=["f"]))
+    assert {r["verdict"] for r in battery.table} == {"error"}
+    assert "OverflowError: the library gave up" in battery.table[0]["error"]
+    assert not battery.refuted
+    assert "raised OverflowError" in battery.markdown()
+    battery.write(tmp_path / "out")
+    document = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert document["audits"] == [] and len(document["battery"]["rows"]) == len(battery.table)
+
+
+def test_bad_input_is_one_error_naming_the_parameter():
+    with pytest.raises(ValueError, match="library must be one of"):
+        library("tensorflow_privacy")
+    with pytest.raises(ValueError, match="functions: reference has no covered function 'x'"):
+        plan(reference(), functions=["x"])
+    with pytest.raises(ValueError, match="budget"):
+        plan(reference(), budget=0)
+    assert set(LIBRARIES) == {"diffprivlib", "opendp"}
+
+
+def test_a_missing_library_names_its_pip_command():
+    lib = Library("nothere", "dpaudit_no_such_module", "nothere", list, True, True)
+    with pytest.raises(ValueError, match="library 'nothere' is not installed: pip install nothere"):
+        plan(lib)
+
+
+def test_diffprivlib_battery_in_ci_time(tmp_path):
+    pytest.importorskip("diffprivlib")
+    functions = ["mechanisms.Laplace(epsilon=1, sensitivity=1)", "tools.count_nonzero(epsilon=1)"]
+    battery = run_battery("diffprivlib", trials=500, quick=True, functions=functions)
+    assert {r["function"] for r in battery.table} == set(functions)
+    assert {r["relation"] for r in battery.table} == {"replace_one", "add_remove"}
+    battery.write(tmp_path / "out")
+    document = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert "diffprivlib" in document["battery"]["versions"]
+    assert all("diffprivlib" in record["versions"] for record in document["audits"])
+
+
+def test_opendp_battery_in_ci_time():
+    pytest.importorskip("opendp")
+    laid_out = plan_battery("opendp", trials=500, quick=True)
+    names = [r.function.name for r in laid_out.rows]
+    assert "clamp(0.0, 1.0) >> sum >> laplace[float](scale=1)" in names
+    pipeline = [r for r in laid_out.rows if r.function.name == names[-1]]
+    assert {r.relation: r.claim.table["d_in"] for r in pipeline} == {
+        "add_remove": 1,
+        "replace_one": 2,
+    }
+    battery = run_battery(laid_out)
+    assert not battery.refuted
+    assert battery.provenance["seeded"] is False
