@@ -24,6 +24,7 @@ these up before anything runs.
 from __future__ import annotations
 
 import importlib
+import re
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -238,6 +239,8 @@ def plan(
     budget = check_integer("budget", budget if budget is not None else 1 if quick else 4)
     covered = library.functions()
     if functions is not None:
+        if isinstance(functions, str) or not all(isinstance(f, str) for f in functions):
+            raise ValueError(f"functions must be a list of function names, got {functions!r}")
         names = [f.name for f in covered]
         unknown = [n for n in functions if n not in names]
         if unknown:
@@ -364,8 +367,8 @@ def run(plan: Plan, *, progress: Callable[[str], None] | None = None) -> Battery
             row.function.release(), row.claim.curve, vectorised=True, name=row.name
         )
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
+            with warnings.catch_warnings():  # the library's own notices, once per call
+                warnings.filterwarnings("ignore", module=re.escape(library.module))
                 result = _audit_row(plan, row, index, mechanism)
         except Exception as exc:  # the library's own code failed: a row, not a crash
             message = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]

@@ -158,3 +158,54 @@ def test_opendp_battery_in_ci_time():
     battery = run_battery(laid_out)
     assert not battery.refuted
     assert battery.provenance["seeded"] is False
+
+
+def test_functions_must_be_a_list_of_names():
+    with pytest.raises(ValueError, match="functions must be a list of function names"):
+        plan(reference(), functions="laplace")
+
+
+def test_the_command_states_its_cost_and_exits_3_on_a_refuted_claim(tmp_path, capsys):
+    pytest.importorskip("diffprivlib")
+    from dpaudit.cli import main
+
+    name = "tools.sum[int](epsilon=1, bounds=(0, 2**61), dtype=int)"
+    argv = ["library", "diffprivlib", "-o", str(tmp_path / "out"), "--trials", "400", "--quick"]
+    assert main([*argv, "--function", name]) == 3
+    captured = capsys.readouterr()
+    assert "2 audits, at most 3,604 calls into diffprivlib" in captured.err
+    assert "| violated |" in captured.out
+    assert (tmp_path / "out" / "index.html").is_file()
+
+
+def test_the_command_names_a_missing_library_and_its_pip_command(tmp_path, capsys, monkeypatch):
+    import sys
+
+    from dpaudit.cli import main
+
+    monkeypatch.setitem(sys.modules, "opendp", None)
+    assert main(["library", "opendp", "-o", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err == "dpaudit: error: library 'opendp' is not installed: pip install opendp"
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("quick", [True, False])
+def test_the_stated_number_of_draws_is_never_exceeded(quick):
+    drawn = []
+    mechanism = Laplace(scale=1.0)
+
+    def counting():
+        def release(dataset, size, rng):
+            drawn.append(size)
+            return mechanism.sample(np.asarray(dataset), size, rng)
+
+        return release
+
+    claims = _claims(approx_dp(1, 0), approx_dp(2, 0), (0.0,))
+    lib = Library(
+        "counted", "numpy", "numpy", lambda: [Function("f", counting, claims, _pairs)], 1, 0
+    )
+    laid_out = plan(lib, trials=600, quick=quick, budget=None if quick else 3)
+    run(laid_out)
+    assert 0 < sum(drawn) <= laid_out.draws
