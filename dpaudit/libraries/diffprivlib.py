@@ -10,7 +10,10 @@ Claims. diffprivlib states ``(epsilon, delta)``-DP for its parameters: the claim
 ``approx_dp(epsilon, delta)``.
 
 Relations. A mechanism's ``sensitivity`` bounds how far its input may move: its neighbours are
-two inputs at most ``sensitivity`` apart, audited as one-record datasets (``replace_one``). The
+two inputs at most ``sensitivity`` apart, audited as one-record datasets (``replace_one``); for
+``Exponential`` the input is the utility vector, and neighbours are vectors whose entries differ
+by at most ``sensitivity`` (every answer pattern of
+:func:`~dpaudit.mechanisms.pairs.answer_pairs`); ``Binary`` has the inputs ``"0"`` and ``"1"``. The
 tools compute their sensitivity from ``bounds`` without saying which neighbours they mean, so
 both relations are tried (the library is silent).
 
@@ -29,7 +32,13 @@ import numpy as np
 from dpaudit.bounds.tradeoff import approx_dp
 from dpaudit.libraries.battery import Claimed, Function, Library, Release
 from dpaudit.mechanisms.base import NeighbouringPair
-from dpaudit.mechanisms.pairs import boundary_pairs, overflow_pairs, random_pairs, rounding_pairs
+from dpaudit.mechanisms.pairs import (
+    answer_pairs,
+    boundary_pairs,
+    overflow_pairs,
+    random_pairs,
+    rounding_pairs,
+)
 
 __all__ = ["LIBRARY", "functions"]
 
@@ -83,6 +92,37 @@ def _mechanism_release(name: str, kwargs: Mapping[str, Any], integer: bool) -> R
     return release
 
 
+def _exponential_release(epsilon: float, sensitivity: float) -> Release:
+    """The dataset is the utility vector: one mechanism per chunk, ``randomise()`` per trial."""
+    from diffprivlib.mechanisms import Exponential
+
+    def release(dataset: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+        utility = [float(u) for u in np.asarray(dataset, dtype=float)]
+        mech = Exponential(
+            epsilon=epsilon,
+            sensitivity=sensitivity,
+            utility=utility,
+            random_state=int(rng.integers(2**31)),
+        )
+        return np.array([mech.randomise() for _ in range(size)], dtype=float)
+
+    return release
+
+
+def _binary_release(epsilon: float) -> Release:
+    """The one record (0 or 1) is the input ``"0"`` or ``"1"``; outputs are read back as 0/1."""
+    from diffprivlib.mechanisms import Binary
+
+    def release(dataset: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+        mech = Binary(
+            epsilon=epsilon, value0="0", value1="1", random_state=int(rng.integers(2**31))
+        )
+        value = str(int(np.asarray(dataset).ravel()[0]))
+        return np.array([float(mech.randomise(value)) for _ in range(size)])
+
+    return release
+
+
 def _tool_release(name: str, kwargs: Mapping[str, Any], integer: bool = False) -> Release:
     from diffprivlib import tools
     from diffprivlib.accountant import BudgetAccountant
@@ -121,6 +161,33 @@ def _mechanism(
         f"mechanisms.{name}({shown})",
         lambda: _mechanism_release(name, kwargs, integer),
         {"replace_one": _claim(epsilon, delta)},
+        pairs,
+    )
+
+
+def _exponential(epsilon: float, sensitivity: float, k: int) -> Function:
+    """Utility vectors of ``k`` candidates whose entries differ by at most ``sensitivity``: the
+    answer patterns of :func:`~dpaudit.mechanisms.pairs.answer_pairs`."""
+
+    def pairs(relation: str) -> dict[str, Sequence[NeighbouringPair]]:
+        return {"answers": answer_pairs(k, base=0.0, shift=sensitivity)}
+
+    return Function(
+        f"mechanisms.Exponential(epsilon={epsilon:g}, sensitivity={sensitivity:g}, k={k})",
+        lambda: _exponential_release(epsilon, sensitivity),
+        {"replace_one": _claim(epsilon)},
+        pairs,
+    )
+
+
+def _binary(epsilon: float) -> Function:
+    def pairs(relation: str) -> dict[str, Sequence[NeighbouringPair]]:
+        return {"boundary": boundary_pairs(1, 0, 1, relation=relation, integer=True)}
+
+    return Function(
+        f"mechanisms.Binary(epsilon={epsilon:g})",
+        lambda: _binary_release(epsilon),
+        {"replace_one": _claim(epsilon)},
         pairs,
     )
 
@@ -170,6 +237,8 @@ def functions() -> list[Function]:
             "GaussianAnalytic", {"epsilon": eps, "delta": 1e-5, "sensitivity": 1.0}, eps, 1e-5
         ),
         _mechanism("Geometric", {"epsilon": eps, "sensitivity": 1}, eps, 0.0, integer=True),
+        _exponential(eps, 1.0, 3),
+        _binary(eps),
         _tool("mean", {"epsilon": eps, "bounds": BOUNDS}, rounding=True),
         _tool("var", {"epsilon": eps, "bounds": BOUNDS}),
         _tool("std", {"epsilon": eps, "bounds": BOUNDS}),
