@@ -30,6 +30,7 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -307,32 +308,29 @@ class Battery:
         done = [r for r in self.records if r.get("verdict") != "error"]
         return {**results_document(done), "battery": {**self.provenance, "rows": self.table}}
 
-    def write(self, path: Any) -> Any:
+    def write(self, path: str | Path) -> Path:
         """Write ``results.json`` and the report to the directory ``path`` (atomically)."""
         return write(self.document(), path, title=f"dpaudit: the {self.plan.library.name} battery")
 
 
 def _audit_row(plan: Plan, row: Row, index: int, mechanism: BlackBox) -> Any:
-    seed = plan.seed + 1000 * index
+    """The row's audit: of its one pair, or of the pair its pilots choose."""
     options = {
         "trials": plan.trials,
         "selection_trials": _selection(plan.trials),
-        "seed": seed,
+        "seed": plan.seed + 1000 * index,
         "confidence": plan.row_confidence,
         "n_jobs": 1,
     }
     if len(row.candidates) == 1:
         return audit(mechanism, row.candidates[0], **options)
-    options.pop("selection_trials")
-    search = search_pairs(
+    return search_pairs(
         mechanism,
         row.candidates,
         pilot_trials=plan.pilot_trials,
-        selection_trials=_selection(plan.trials),
         delta=row.claim.deltas[0],
         **options,
-    )
-    return search.best
+    ).best
 
 
 def _table_row(row: Row, record: Mapping[str, Any], seconds: float) -> dict[str, Any]:
