@@ -362,7 +362,7 @@ def run(plan: Plan, *, progress: Callable[[str], None] | None = None) -> Battery
     for index, row in enumerate(plan.rows):
         start = time.perf_counter()
         mechanism = BlackBox(
-            row.function.release(), row.claim.curve, vectorised=True, name=row.name
+            row.function.release(), row.claim.curve, vectorised=True, name=row.function.name
         )
         try:
             with warnings.catch_warnings():  # the library's own notices, once per call
