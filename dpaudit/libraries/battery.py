@@ -127,12 +127,18 @@ class Library:
         return f"at most {draws:,} outputs from {self.name} (one call per chunk of outputs)"
 
     def require(self) -> None:
-        """Import the library; ``ValueError`` in one line naming it and the pip command."""
+        """Import the library; ``ValueError`` in one line naming it and the pip command (or,
+        when one of its own dependencies fails to import, saying so)."""
         try:
             importlib.import_module(self.module)
-        except ImportError:
+        except ImportError as exc:
+            if exc.name in (None, self.module):
+                raise ValueError(
+                    f"library {self.name!r} is not installed: pip install {self.package}"
+                ) from None
             raise ValueError(
-                f"library {self.name!r} is not installed: pip install {self.package}"
+                f"library {self.name!r} is installed but cannot be imported ({exc}); "
+                'pip install "dpaudit[libraries]" installs versions that work together'
             ) from None
 
     def version(self) -> str:

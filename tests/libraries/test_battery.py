@@ -208,3 +208,11 @@ def test_the_stated_number_of_draws_is_never_exceeded(quick):
     laid_out = plan(lib, trials=600, quick=quick, budget=None if quick else 3)
     run(laid_out)
     assert 0 < sum(drawn) <= laid_out.draws
+
+
+def test_a_library_whose_dependency_is_missing_says_so(tmp_path, monkeypatch):
+    (tmp_path / "dpaudit_test_brokenlib.py").write_text("import dpaudit_no_such_dependency\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    lib = Library("brokenlib", "dpaudit_test_brokenlib", "brokenlib", list, True, True)
+    with pytest.raises(ValueError, match="installed but cannot be imported .*dpaudit_no_such_dep"):
+        lib.require()
