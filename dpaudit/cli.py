@@ -5,6 +5,7 @@ Sub-commands::
     dpaudit run SPEC -o DIR        run the audits of a TOML spec, write results.json and a report
     dpaudit report RESULTS -o DIR  draw the report again from a results.json (runs no trial)
     dpaudit suite [-o DIR]         audit the battery of reference mechanisms (default: reports/)
+    dpaudit library NAME -o DIR    audit a DP library's functions against its own claims
     dpaudit list                   kinds of mechanisms, attacks and claims; methods; spec keys
     dpaudit bounds KIND --param k=v ...   theory table: eps at delta and delta at eps, every method
     dpaudit audit-accountant SPEC -o DIR  check accountants' delta(eps) ([[accountant_audit]])
@@ -27,6 +28,8 @@ suite's deliberately over-claimed mechanism does) is expected and exits 0. Each 
 verdict is named on a ``REFUTED:`` line of stdout; when every verdict was the expected one, the
 last line says ``all verdicts as expected``.
 ``--no-fail-on-violation`` makes a refutation exit 0 (the report still shows it).
+``library`` exits 3 when some function's claim was refuted (each named on a ``REFUTED:``
+line).
 
 Output directories are written atomically: a failed run leaves nothing behind.
 """
@@ -187,6 +190,31 @@ def build_parser() -> argparse.ArgumentParser:
         "--print-spec", action="store_true", help="print the suite's TOML spec and exit"
     )
     suite.set_defaults(func=_cmd_suite)
+
+    library = sub.add_parser(
+        "library", help="audit the covered functions of a DP library against its own claims"
+    )
+    library.add_argument("name", help="the library: diffprivlib or opendp")
+    library.add_argument("-o", "--output", type=Path, required=True, help="report directory")
+    library.add_argument(
+        "--trials", type=int, default=10_000, help="trials per dataset of each audit"
+    )
+    library.add_argument(
+        "--quick", action="store_true", help="one candidate pair per row, no pilot audits"
+    )
+    library.add_argument(
+        "--function",
+        action="append",
+        dest="functions",
+        metavar="NAME",
+        help="audit only this function (repeatable; names as in the table)",
+    )
+    library.add_argument("--seed", type=int, default=0, help="root seed")
+    library.add_argument(
+        "--confidence", type=float, default=0.95, help="family-wise confidence (default 0.95)"
+    )
+    library.add_argument("-q", "--quiet", action="store_true", help="no progress, no summary")
+    library.set_defaults(func=_cmd_library)
 
     lst = sub.add_parser("list", help="mechanism kinds, attack kinds, claim kinds, methods")
     lst.set_defaults(func=_cmd_list)
@@ -420,6 +448,40 @@ def _cmd_suite(args: argparse.Namespace) -> Verdicts:
         print(specs.SUITE_TOML, end="")
         return []
     return _run_audits(specs.suite(), args.output, args)
+
+
+def _cmd_library(args: argparse.Namespace) -> Verdicts:
+    from dpaudit import libraries
+
+    plan = libraries.plan_battery(
+        args.name,
+        trials=args.trials,
+        quick=args.quick,
+        functions=args.functions,
+        confidence=args.confidence,
+        seed=args.seed,
+    )
+    lib = plan.library
+    seeded = "" if lib.seeded else f"; {lib.name} cannot be seeded, so reruns are not identical"
+    print(
+        f"{lib.name} {lib.version()}: {len(plan.rows)} audits, {lib.cost(plan.draws)}{seeded}",
+        file=sys.stderr,
+    )
+    progress = None if args.quiet else (lambda line: print(line, file=sys.stderr))
+    battery = libraries.run_battery(plan, progress=progress)
+    battery.write(args.output)
+    if not args.quiet:
+        print(battery.markdown())
+        print(f"report: {args.output / 'index.html'}")
+    return [
+        (
+            f"{args.name}: {r['function']} ({r['relation']}, {r['generator']} pairs)",
+            r["verdict"],
+            "consistent",
+        )
+        for r in battery.table
+        if r["verdict"] in ("violated", "consistent")
+    ]
 
 
 def _cmd_report(args: argparse.Namespace) -> Verdicts:

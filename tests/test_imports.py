@@ -25,6 +25,7 @@ LAYERS = (
     ("dpaudit.accountants",),
     ("dpaudit.audit",),
     ("dpaudit.reports", "dpaudit.specs"),
+    ("dpaudit.libraries",),
     ("dpaudit.cli", "dpaudit.scores_command"),
     ("dpaudit",),
 )

@@ -3,10 +3,11 @@
 An audit certifies a lower bound for *one* pair; a black box does not say which pair leaks most.
 :func:`search_pairs` tries a family of candidates (user-given pairs, every record position,
 boundary values, random pairs: :func:`record_pairs`; every answer pattern of a query vector:
-:func:`answer_pairs`) with a cheap **pilot** audit each, ranks them by the pilot's ``eps`` lower
-bound at a low confidence (``pilot_confidence``, default 0.5: close to a point estimate, which
-ranks better than a bound that small pilots would leave at zero), and runs the **final** audit
-of the best ``finalists`` candidates on fresh trials.
+:func:`answer_pairs`; these and more generators live in :mod:`dpaudit.mechanisms.pairs`) with
+a cheap **pilot** audit each, ranks them by the pilot's ``eps`` lower bound at a low confidence
+(``pilot_confidence``, default 0.5: close to a point estimate, which ranks better than a bound
+that small pilots would leave at zero), and runs the **final** audit of the best ``finalists``
+candidates on fresh trials.
 
 Why the final bound stays valid. The pilots and the final audits use disjoint random streams
 (different seeds, hence independent trials), and only the *choice* of pair depends on the pilot
@@ -27,121 +28,17 @@ from typing import Any
 import numpy as np
 
 from dpaudit._core.streams import TAGS
-from dpaudit._core.validation import check_choice, check_integer, check_probability
+from dpaudit._core.validation import check_integer, check_probability
 from dpaudit.attacks.base import Attack
 from dpaudit.audit.engine import audit_mechanism
 from dpaudit.audit.result import AuditResult
-from dpaudit.mechanisms.base import RELATIONS, NeighbouringPair
+from dpaudit.mechanisms.base import NeighbouringPair
+from dpaudit.mechanisms.pairs import answer_pairs, record_pairs
 
 __all__ = ["PairSearchResult", "answer_pairs", "record_pairs", "search_pairs"]
 
 #: Entropy mixed into the pilots' seeds, so they never share a stream with the final audits.
 _PILOT_TAG = TAGS["pair_search_pilot"]
-
-
-def _records(dataset: object) -> np.ndarray:
-    d = np.asarray(dataset, dtype=float)
-    if d.ndim not in (1, 2) or not np.isfinite(d).all():
-        raise ValueError(
-            f"dataset must be a finite array of shape (n,) or (n, d), got shape {d.shape}"
-        )
-    return d
-
-
-def record_pairs(
-    dataset: object,
-    values: Sequence[Any],
-    *,
-    relation: str = "replace_one",
-    random_pairs: int = 0,
-    low: float | None = None,
-    high: float | None = None,
-    seed: int = 0,
-) -> list[NeighbouringPair]:
-    """Candidate pairs around a dataset of records.
-
-    ``replace_one``: every position replaced by every boundary value in ``values`` (unchanged
-    datasets are skipped). ``add_remove``: every record removed (``D`` = dataset without it,
-    ``D_prime`` = dataset) and every value in ``values`` added. ``random_pairs`` more pairs replace
-    (or add) a random position by a value drawn uniformly from ``[low, high]``.
-    """
-    check_choice("relation", relation, RELATIONS)
-    d = _records(dataset)
-    random_pairs = check_integer("random_pairs", random_pairs, minimum=0)
-    vals = [np.asarray(v, dtype=float) for v in values]
-    for v in vals:
-        if v.shape != d.shape[1:]:
-            raise ValueError(
-                f"values must be records of shape {d.shape[1:]} like the dataset's, got {v.shape}"
-            )
-    if random_pairs and (low is None or high is None or not low < high):
-        raise ValueError(f"random_pairs needs low < high, got low={low!r}, high={high!r}")
-    pairs: list[NeighbouringPair] = []
-    n = d.shape[0]
-    if relation == "replace_one":
-        for i in range(n):
-            for v in vals:
-                if np.array_equal(d[i], v):
-                    continue
-                d_prime = d.copy()
-                d_prime[i] = v
-                pairs.append(NeighbouringPair(d, d_prime, relation, f"record {i} -> {v.tolist()}"))
-    else:
-        for i in range(n):
-            pairs.append(
-                NeighbouringPair(np.delete(d, i, axis=0), d, relation, f"record {i} removed")
-            )
-        for v in vals:
-            pairs.append(
-                NeighbouringPair(d, np.concatenate([d, v[None]]), relation, f"{v.tolist()} added")
-            )
-    rng = np.random.default_rng(seed)
-    for _ in range(random_pairs):
-        v = rng.uniform(low, high, size=d.shape[1:])
-        if relation == "replace_one":
-            i = int(rng.integers(n))
-            d_prime = d.copy()
-            d_prime[i] = v
-            pairs.append(
-                NeighbouringPair(d, d_prime, relation, f"random: record {i} -> {v.tolist()}")
-            )
-        else:
-            pairs.append(
-                NeighbouringPair(
-                    d, np.concatenate([d, v[None]]), relation, f"random: {v.tolist()} added"
-                )
-            )
-    return pairs
-
-
-def answer_pairs(k: int, *, base: float = 1.0, shift: float = 1.0) -> list[NeighbouringPair]:
-    """Pairs of query-answer vectors of length ``k`` whose entries differ by at most ``shift``
-    (the neighbouring notion of report noisy max and sparse vector; Ding et al. 2018, Section
-    5.1): all answers up; all down; the first half up and the second down (and the reverse);
-    for every position, that answer up and the others down, that answer up alone, that answer
-    down alone. The first dataset is always ``[base] * k``."""
-    k = check_integer("k", k, minimum=1)
-    a = np.full(k, float(base))
-    patterns: list[tuple[np.ndarray, str]] = [
-        (np.full(k, shift), "all up"),
-        (np.full(k, -shift), "all down"),
-    ]
-    if k > 1:
-        h = k // 2
-        half = np.concatenate([np.full(h, shift), np.full(k - h, -shift)])
-        patterns += [(half, "first half up, rest down"), (-half, "first half down, rest up")]
-    for i in range(k):
-        one = np.zeros(k)
-        one[i] = shift
-        others = np.full(k, -shift)
-        others[i] = shift
-        patterns += [
-            (one, f"answer {i} up"),
-            (-one, f"answer {i} down"),
-        ]
-        if k > 1:
-            patterns.append((others, f"answer {i} up, others down"))
-    return [NeighbouringPair(a, a + delta, "replace_one", text) for delta, text in patterns]
 
 
 @dataclass

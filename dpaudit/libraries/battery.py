@@ -1,0 +1,424 @@
+"""The battery: every covered function of a library, on every relation and pair generator.
+
+A :class:`Library` lists its :class:`Function` entries. Each function knows how to call the
+library (a release function ``fn(dataset, size, rng)`` built once per audit), the library's own
+claim for each neighbouring relation it could mean (:class:`Claimed`, in the library's own
+privacy measure), and its candidate pairs, grouped by generator
+(:mod:`dpaudit.mechanisms.pairs`). :func:`plan` lays out one :class:`Row` per
+``(function, relation, generator)``; :func:`run` audits every row.
+
+Statistics. A battery of ``K`` rows makes ``K`` claims, and refuting any of them is what the
+battery reports, so every row's audit runs at confidence ``1 - gamma / K`` (Bonferroni): the
+probability that *some* row of a battery of correct functions is called "violated" is at most
+``gamma = 1 - confidence``. Inside a row, the verdict is the engine's
+(:meth:`dpaudit.audit.result.AuditResult.verdict`), with its own split of the row's level over
+its tests. A row with several candidate pairs chooses one by pilot audits on independent streams
+(:func:`dpaudit.audit.pair_search.search_pairs`), which keeps the final bound valid.
+
+Cost. An audit with ``T`` trials and ``S = T // 2`` selection trials draws at most
+``2 * (T + S + floor((T + S) / 2)) + 2`` outputs (:data:`dpaudit.audit.engine.OVERHEAD` and the
+shape probe); pilots likewise with their own trials and the same ``S``. :attr:`Plan.draws` adds
+these up before anything runs.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import time
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dpaudit._core.provenance import versions
+from dpaudit._core.validation import check_integer, check_probability
+from dpaudit.audit.engine import OVERHEAD, audit_mechanism
+from dpaudit.audit.limits import check_trials
+from dpaudit.audit.pair_search import search_pairs
+from dpaudit.bounds.tradeoff import TradeoffCurve
+from dpaudit.mechanisms.base import NeighbouringPair
+from dpaudit.mechanisms.blackbox import BlackBox
+from dpaudit.mechanisms.pairs import subsample
+from dpaudit.reports.records import build_record, results_document
+from dpaudit.reports.text import format_number
+from dpaudit.reports.writer import write
+
+__all__ = [
+    "Battery",
+    "Claimed",
+    "Function",
+    "Library",
+    "Plan",
+    "Row",
+    "audit_draws",
+    "plan",
+    "run",
+]
+
+#: ``fn(dataset, size, rng) -> size outputs``: how a function of a library is called.
+Release = Callable[[np.ndarray, int, np.random.Generator], Any]
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """A library's claim for one relation, in its own privacy measure.
+
+    ``curve`` is the trade-off curve the verdict tests; ``table`` states the claim as the library
+    does (e.g. ``{"kind": "zcdp", "rho": 0.5, "d_in": 1}``); ``deltas`` are the ``delta`` at
+    which ``eps`` lower bounds are reported; ``text`` is the claim in words.
+    """
+
+    curve: TradeoffCurve
+    table: Mapping[str, Any]
+    deltas: tuple[float, ...]
+    text: str
+
+
+@dataclass(frozen=True)
+class Function:
+    """One covered function of a library.
+
+    Parameters
+    ----------
+    name:
+        The function as the library names it, with the settings audited.
+    release:
+        Builds the release function ``fn(dataset, size, rng)`` (called once per audit, so a
+        mechanism or measurement is built once, and once per chunk inside ``fn``).
+    claims:
+        The library's claim for each relation tried: ``{"replace_one": ..., "add_remove": ...}``.
+    pairs:
+        ``pairs(relation) -> {generator name: candidate pairs}``.
+    stated:
+        Whether the library states which relation it means (``False``: it is silent, and every
+        relation in ``claims`` is tried).
+    """
+
+    name: str
+    release: Callable[[], Release]
+    claims: Mapping[str, Claimed]
+    pairs: Callable[[str], Mapping[str, Sequence[NeighbouringPair]]]
+    stated: bool = True
+
+
+@dataclass(frozen=True)
+class Library:
+    """A library the battery covers: ``module`` is imported, ``package`` is what pip installs,
+    ``functions()`` lists the covered functions, ``seeded`` says whether its randomness follows
+    the audit's seed (audits are then reproducible bit for bit), ``one_call_per_output`` whether
+    every output costs one call into the library (else one call per chunk of outputs)."""
+
+    name: str
+    module: str
+    package: str
+    functions: Callable[[], list[Function]]
+    seeded: bool
+    one_call_per_output: bool
+
+    def cost(self, draws: int) -> str:
+        """``draws`` outputs in words: how many calls into the library they take."""
+        if self.one_call_per_output:
+            return f"at most {draws:,} calls into {self.name} (one per output)"
+        return f"at most {draws:,} outputs from {self.name} (one call per chunk of outputs)"
+
+    def require(self) -> None:
+        """Import the library; ``ValueError`` in one line naming it and the pip command (or,
+        when one of its own dependencies fails to import, saying so)."""
+        try:
+            importlib.import_module(self.module)
+        except ImportError as exc:
+            if exc.name in (None, self.module):
+                raise ValueError(
+                    f"library {self.name!r} is not installed: pip install {self.package}"
+                ) from None
+            raise ValueError(
+                f"library {self.name!r} is installed but cannot be imported ({exc}); "
+                'pip install "dpaudit[libraries]" installs versions that work together'
+            ) from None
+
+    def version(self) -> str:
+        """The installed version of the library's package."""
+        try:
+            return version(self.package)
+        except PackageNotFoundError:
+            return "unknown"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One audit of the battery: a function, a relation, a generator and its candidates."""
+
+    function: Function
+    relation: str
+    generator: str
+    candidates: tuple[NeighbouringPair, ...]
+
+    @property
+    def claim(self) -> Claimed:
+        """The library's claim for this row's relation."""
+        return self.function.claims[self.relation]
+
+    @property
+    def name(self) -> str:
+        """``function [relation, generator]``."""
+        return f"{self.function.name} [{self.relation}, {self.generator}]"
+
+
+def audit_draws(trials: int, selection: int | None = None) -> int:
+    """The most outputs one audit of ``trials`` trials and ``selection`` selection trials
+    (default ``trials // 2``) draws from the audited function, both datasets and the shape probe
+    together."""
+    selection = _selection(trials) if selection is None else selection
+    return 2 * (trials + selection + int(OVERHEAD * (trials + selection))) + 2
+
+
+def _selection(trials: int) -> int:
+    return max(trials // 2, 2)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The rows of a battery and its settings, laid out before anything runs."""
+
+    library: Library
+    rows: tuple[Row, ...]
+    trials: int
+    pilot_trials: int
+    confidence: float
+    seed: int
+
+    @property
+    def row_confidence(self) -> float:
+        """Confidence of each row's audit: ``1 - gamma / K`` over the ``K`` rows."""
+        return 1.0 - (1.0 - self.confidence) / max(len(self.rows), 1)
+
+    def row_draws(self, row: Row) -> int:
+        """The most outputs ``row`` draws from the library (pilots included)."""
+        pilots = len(row.candidates) * audit_draws(self.pilot_trials, _selection(self.trials))
+        return audit_draws(self.trials) + (pilots if len(row.candidates) > 1 else 0)
+
+    @property
+    def draws(self) -> int:
+        """The most outputs the whole battery draws from the library."""
+        return sum(self.row_draws(r) for r in self.rows)
+
+
+def plan(
+    library: Library,
+    *,
+    trials: int = 10_000,
+    quick: bool = False,
+    functions: Sequence[str] | None = None,
+    budget: int | None = None,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> Plan:
+    """Lay out the battery of ``library``.
+
+    Parameters
+    ----------
+    library:
+        The library (:func:`dpaudit.libraries.library`).
+    trials:
+        Evaluation trials per dataset of each row's final audit.
+    quick:
+        At most one candidate pair per row (no pilots) instead of ``budget``.
+    functions:
+        Names of the functions to audit (default: all); an unknown name is refused.
+    budget:
+        Most candidate pairs per row, subsampled from the generator's (default 4, or 1 with
+        ``quick``); pilots of ``max(trials // 8, 200)`` trials (at most ``trials``) choose
+        among them.
+    confidence:
+        Family-wise confidence of the battery's verdicts.
+    seed:
+        Root seed of the audits and of the subsampling.
+    """
+    library.require()
+    trials = check_trials("trials", trials, minimum=2)
+    confidence = check_probability("confidence", confidence, low_open=True, high_open=True)
+    seed = check_integer("seed", seed, minimum=0)
+    budget = check_integer("budget", budget if budget is not None else 1 if quick else 4)
+    covered = library.functions()
+    if functions is not None:
+        if isinstance(functions, str) or not all(isinstance(f, str) for f in functions):
+            raise ValueError(f"functions must be a list of function names, got {functions!r}")
+        names = [f.name for f in covered]
+        unknown = [n for n in functions if n not in names]
+        if unknown:
+            raise ValueError(
+                f"functions: {library.name} has no covered function {unknown[0]!r}; "
+                f"covered: {', '.join(names)}"
+            )
+        covered = [f for f in covered if f.name in functions]
+    rows = []
+    for function in covered:
+        for relation in function.claims:
+            for generator, candidates in function.pairs(relation).items():
+                chosen = subsample(candidates, budget, seed=seed) if candidates else []
+                if chosen:
+                    rows.append(Row(function, relation, generator, tuple(chosen)))
+    pilot_trials = min(trials, max(trials // 8, 200))
+    return Plan(library, tuple(rows), trials, pilot_trials, confidence, seed)
+
+
+@dataclass
+class Battery:
+    """The audits of a battery: one report record per row and a summary table.
+
+    ``records`` are :func:`dpaudit.reports.build_record` records (an ``"error"`` verdict for a
+    row whose function raised); ``table`` has one dictionary per row.
+    """
+
+    plan: Plan
+    records: list[dict[str, Any]]
+    table: list[dict[str, Any]]
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def refuted(self) -> bool:
+        """Whether some row's claim was refuted (family-wise at the plan's confidence)."""
+        return any(r["verdict"] == "violated" for r in self.table)
+
+    def to_frame(self) -> Any:
+        """The summary table as a ``pandas.DataFrame``."""
+        import pandas as pd
+
+        return pd.DataFrame(self.table)
+
+    def markdown(self) -> str:
+        """The summary table in Markdown: function, relation, pair generator, claim, certified
+        ``eps`` lower bound at the claim's ``delta`` against the claim's ``eps``, verdict, time."""
+        lines = [
+            "| function | relation | pairs | claim | eps >= (at delta) | claimed eps | verdict "
+            "| s |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for r in self.table:
+            relation = r["relation"] + ("" if r["relation_stated"] else " (assumed)")
+            verdict = r["verdict"] if "error" not in r else f"error: {r['error'][:160]}"
+            lines.append(
+                f"| `{r['function']}` | {relation} | {r['generator']} | {r['claim']} | "
+                f"{format_number(r['epsilon_lower_bound'])} ({r['delta']:g}) | "
+                f"{format_number(r['claimed_epsilon'])} | {verdict} | {r['seconds']:.1f} |"
+            )
+        return "\n".join(lines)
+
+    def document(self) -> dict[str, Any]:
+        """The content of ``results.json``: the audit records and a ``battery`` section."""
+        done = [r for r in self.records if r.get("verdict") != "error"]
+        return {**results_document(done), "battery": {**self.provenance, "rows": self.table}}
+
+    def write(self, path: str | Path) -> Path:
+        """Write ``results.json`` and the report to the directory ``path`` (atomically). A
+        battery whose every function raised has nothing to report: ``ValueError`` naming the
+        first error, and nothing is written."""
+        if not any(r.get("verdict") != "error" for r in self.records):
+            first = next((r["error"] for r in self.table if "error" in r), "no rows")
+            raise ValueError(
+                f"no function of the {self.plan.library.name} battery ran, so there is no report "
+                f"to write; the first error: {first}"
+            )
+        return write(self.document(), path, title=f"dpaudit: the {self.plan.library.name} battery")
+
+
+def _audit_row(plan: Plan, row: Row, index: int, mechanism: BlackBox) -> Any:
+    """The row's audit: of its one pair, or of the pair its pilots choose."""
+    options = {
+        "trials": plan.trials,
+        "selection_trials": _selection(plan.trials),
+        "seed": plan.seed + 1000 * index,
+        "confidence": plan.row_confidence,
+        "n_jobs": 1,
+    }
+    if len(row.candidates) == 1:
+        return audit_mechanism(mechanism, row.candidates[0], **options)
+    return search_pairs(
+        mechanism,
+        row.candidates,
+        pilot_trials=plan.pilot_trials,
+        delta=row.claim.deltas[0],
+        **options,
+    ).best
+
+
+def _table_row(row: Row, record: Mapping[str, Any], seconds: float) -> dict[str, Any]:
+    delta = row.claim.deltas[0]
+    bound = record.get("epsilon_lower_bounds", {})
+    certified = next(iter(bound.values()), None) if bound else None
+    pair = record.get("pair", {}) or {}
+    return {
+        "function": row.function.name,
+        "relation": row.relation,
+        "relation_stated": row.function.stated,
+        "generator": row.generator,
+        "pair": pair.get("description", ""),
+        "claim": row.claim.text,
+        "claimed_epsilon": float(row.claim.curve.epsilon(delta)),
+        "delta": delta,
+        "epsilon_lower_bound": certified,
+        "verdict": record["verdict"],
+        "seconds": round(seconds, 2),
+    }
+
+
+def run(plan: Plan, *, progress: Callable[[str], None] | None = None) -> Battery:
+    """Audit every row of ``plan``; ``progress(line)`` hears of each finished row."""
+    library = plan.library
+    library_version = library.version()
+    records: list[dict[str, Any]] = []
+    table: list[dict[str, Any]] = []
+    for index, row in enumerate(plan.rows):
+        start = time.perf_counter()
+        mechanism = BlackBox(
+            row.function.release(), row.claim.curve, vectorised=True, name=row.function.name
+        )
+        try:
+            with warnings.catch_warnings():  # the library's own notices, once per call
+                warnings.filterwarnings("ignore", module=re.escape(library.module))
+                result = _audit_row(plan, row, index, mechanism)
+        except Exception as exc:  # the library's own code failed: a row, not a crash
+            message = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+            record: dict[str, Any] = {"name": row.name, "verdict": "error", "error": message}
+        else:
+            record = build_record(
+                result,
+                name=row.name,
+                mechanism=mechanism,
+                claim=row.claim.curve,
+                claim_table=dict(row.claim.table),
+                deltas=row.claim.deltas,
+                description=f"{library.name} {library_version}: {row.function.name}, "
+                f"{row.relation} neighbours, pair from the {row.generator} generator; "
+                f"claim: {row.claim.text}",
+            )
+            record["versions"] = {**record.get("versions", {}), library.package: library_version}
+        seconds = time.perf_counter() - start
+        records.append(record)
+        table.append(_table_row(row, record, seconds))
+        if "error" in record:
+            table[-1]["error"] = record["error"]
+        if progress is not None:
+            bound = table[-1]["epsilon_lower_bound"]
+            shown = "-" if bound is None else f"{bound:.3g}"
+            progress(
+                f"{row.name}: {record['verdict']} (eps >= {shown} vs claimed "
+                f"{table[-1]['claimed_epsilon']:.3g}, {seconds:.1f} s)"
+            )
+    provenance = {
+        "library": library.name,
+        "versions": {**versions(), library.package: library_version},
+        "seeded": library.seeded,
+        "trials": plan.trials,
+        "pilot_trials": plan.pilot_trials,
+        "confidence": plan.confidence,
+        "row_confidence": plan.row_confidence,
+        "seed": plan.seed,
+        "draws_at_most": plan.draws,
+    }
+    return Battery(plan, records, table, provenance)

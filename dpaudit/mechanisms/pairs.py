@@ -1,0 +1,353 @@
+"""Neighbouring pairs, generated: the candidates an audit of foreign code tries.
+
+Every generator returns a list of :class:`~dpaudit.mechanisms.base.NeighbouringPair` for the
+relation asked for (``"replace_one"``: one record changed, sizes equal; ``"add_remove"``: one
+record more in ``D_prime``), each with a description of what it changes. None calls a mechanism:
+they only look at the data and, for the rounding and overflow pairs, at the accumulator the
+audited code uses, so their candidates cost nothing to make. Choosing among them with pilot
+audits is :func:`dpaudit.audit.pair_search.search_pairs`'s job.
+
+- :func:`record_pairs`: every record position of a given dataset changed to given values.
+- :func:`answer_pairs`: every answer pattern of a query vector (report noisy max, sparse vector).
+- :func:`boundary_pairs`: datasets of records at the declared bounds, one record moved to the
+  other bound (or added at either bound).
+- :func:`rounding_pairs`: a random search for datasets whose floating-point sum moves most when
+  one record changes (Casacuberta et al. 2022, "Widespread underestimation of sensitivity in
+  differentially private libraries"); the exact change never exceeds the bounds' width, the
+  rounded one may.
+- :func:`overflow_pairs`: records at the upper bound, as many as it takes for an integer
+  accumulator to wrap around (or saturate) in ``D_prime`` but not in ``D``.
+- :func:`random_pairs`: random datasets within the bounds, one random record changed.
+- :func:`subsample`: at most ``budget`` of a list of candidates, chosen at random from a seed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from dpaudit._core.validation import check_choice, check_integer, check_real
+from dpaudit.mechanisms.base import RELATIONS, NeighbouringPair
+
+__all__ = [
+    "answer_pairs",
+    "boundary_pairs",
+    "overflow_pairs",
+    "random_pairs",
+    "record_pairs",
+    "rounding_pairs",
+    "subsample",
+]
+
+
+def _records(dataset: object) -> np.ndarray:
+    d = np.asarray(dataset, dtype=float)
+    if d.ndim not in (1, 2) or not np.isfinite(d).all():
+        raise ValueError(
+            f"dataset must be a finite array of shape (n,) or (n, d), got shape {d.shape}"
+        )
+    return d
+
+
+def record_pairs(
+    dataset: object,
+    values: Sequence[Any],
+    *,
+    relation: str = "replace_one",
+    random_pairs: int = 0,
+    low: float | None = None,
+    high: float | None = None,
+    seed: int = 0,
+) -> list[NeighbouringPair]:
+    """Candidate pairs around a dataset of records.
+
+    ``replace_one``: every position replaced by every boundary value in ``values`` (unchanged
+    datasets are skipped). ``add_remove``: every record removed (``D`` = dataset without it,
+    ``D_prime`` = dataset) and every value in ``values`` added. ``random_pairs`` more pairs replace
+    (or add) a random position by a value drawn uniformly from ``[low, high]``.
+    """
+    check_choice("relation", relation, RELATIONS)
+    d = _records(dataset)
+    random_pairs = check_integer("random_pairs", random_pairs, minimum=0)
+    vals = [np.asarray(v, dtype=float) for v in values]
+    for v in vals:
+        if v.shape != d.shape[1:]:
+            raise ValueError(
+                f"values must be records of shape {d.shape[1:]} like the dataset's, got {v.shape}"
+            )
+    if random_pairs and (low is None or high is None or not low < high):
+        raise ValueError(f"random_pairs needs low < high, got low={low!r}, high={high!r}")
+    pairs: list[NeighbouringPair] = []
+    n = d.shape[0]
+    if relation == "replace_one":
+        for i in range(n):
+            for v in vals:
+                if np.array_equal(d[i], v):
+                    continue
+                d_prime = d.copy()
+                d_prime[i] = v
+                pairs.append(NeighbouringPair(d, d_prime, relation, f"record {i} -> {v.tolist()}"))
+    else:
+        for i in range(n):
+            pairs.append(
+                NeighbouringPair(np.delete(d, i, axis=0), d, relation, f"record {i} removed")
+            )
+        for v in vals:
+            pairs.append(
+                NeighbouringPair(d, np.concatenate([d, v[None]]), relation, f"{v.tolist()} added")
+            )
+    rng = np.random.default_rng(seed)
+    for _ in range(random_pairs):
+        v = rng.uniform(low, high, size=d.shape[1:])
+        if relation == "replace_one":
+            i = int(rng.integers(n))
+            d_prime = d.copy()
+            d_prime[i] = v
+            pairs.append(
+                NeighbouringPair(d, d_prime, relation, f"random: record {i} -> {v.tolist()}")
+            )
+        else:
+            pairs.append(
+                NeighbouringPair(
+                    d, np.concatenate([d, v[None]]), relation, f"random: {v.tolist()} added"
+                )
+            )
+    return pairs
+
+
+def answer_pairs(k: int, *, base: float = 1.0, shift: float = 1.0) -> list[NeighbouringPair]:
+    """Pairs of query-answer vectors of length ``k`` whose entries differ by at most ``shift``
+    (the neighbouring notion of report noisy max and sparse vector; Ding et al. 2018, Section
+    5.1): all answers up; all down; the first half up and the second down (and the reverse);
+    for every position, that answer up and the others down, that answer up alone, that answer
+    down alone. The first dataset is always ``[base] * k``."""
+    k = check_integer("k", k, minimum=1)
+    a = np.full(k, float(base))
+    patterns: list[tuple[np.ndarray, str]] = [
+        (np.full(k, shift), "all up"),
+        (np.full(k, -shift), "all down"),
+    ]
+    if k > 1:
+        h = k // 2
+        half = np.concatenate([np.full(h, shift), np.full(k - h, -shift)])
+        patterns += [(half, "first half up, rest down"), (-half, "first half down, rest up")]
+    for i in range(k):
+        one = np.zeros(k)
+        one[i] = shift
+        others = np.full(k, -shift)
+        others[i] = shift
+        patterns += [
+            (one, f"answer {i} up"),
+            (-one, f"answer {i} down"),
+        ]
+        if k > 1:
+            patterns.append((others, f"answer {i} up, others down"))
+    return [NeighbouringPair(a, a + delta, "replace_one", text) for delta, text in patterns]
+
+
+def _bounds(low: object, high: object) -> tuple[float, float]:
+    lo, hi = check_real("low", low), check_real("high", high)
+    if not lo < high:
+        raise ValueError(f"low must be below high, got low={lo!r}, high={hi!r}")
+    return lo, hi
+
+
+def _neighbour(
+    d: np.ndarray, relation: str, position: int, value: Any, description: str
+) -> NeighbouringPair:
+    """``d`` against ``d`` with record ``position`` set to ``value`` (``replace_one``) or with
+    ``value`` inserted before ``position`` (``add_remove``)."""
+    if relation == "replace_one":
+        d_prime = d.copy()
+        d_prime[position] = value
+    else:
+        d_prime = np.insert(d, position, value)
+    return NeighbouringPair(d, d_prime, relation, description)
+
+
+def boundary_pairs(
+    n: int, low: float, high: float, *, relation: str = "replace_one", integer: bool = False
+) -> list[NeighbouringPair]:
+    """Datasets of ``n`` records all at one bound, and a neighbour at the other.
+
+    ``replace_one``: ``[low] * n`` with one record moved to ``high``, and ``[high] * n`` with one
+    moved to ``low`` (2 pairs). ``add_remove``: ``[low] * n`` and ``[high] * n``, each with a
+    record at ``low`` or at ``high`` added (4 pairs). These are the pairs on which a clipped sum,
+    mean or count moves by its full declared sensitivity. ``integer``: integer records.
+    """
+    check_choice("relation", relation, RELATIONS)
+    n = check_integer("n", n, minimum=1)
+    lo, hi = _bounds(low, high)
+    dtype = np.int64 if integer else float
+    if integer and (lo != int(lo) or hi != int(hi)):
+        raise ValueError(f"integer records need integer bounds, got low={lo!r}, high={hi!r}")
+    pairs = []
+    for base in (lo, hi):
+        d = np.full(n, base, dtype=dtype)
+        for value in (lo, hi):
+            if relation == "replace_one" and value == base:
+                continue
+            verb = "one moved to" if relation == "replace_one" else "one added at"
+            pairs.append(
+                _neighbour(d, relation, 0, value, f"{n} records at {base:g}, {verb} {value:g}")
+            )
+    return pairs
+
+
+def _mixed_records(rng: np.random.Generator, n: int, lo: float, hi: float) -> np.ndarray:
+    """``n`` records in ``[lo, hi]`` of mixed magnitudes: bounds, uniform values, and values of
+    random binary magnitude ``2^-k`` times a bound (where rounding of a sum happens)."""
+    kind = rng.integers(4, size=n)
+    scale = np.where(rng.random(n) < 0.5, lo, hi)
+    tiny = scale * np.exp2(-rng.integers(0, 60, size=n).astype(float))
+    values = np.select(
+        [kind == 0, kind == 1, kind == 2],
+        [np.full(n, hi), np.full(n, lo), rng.uniform(lo, hi, n)],
+        tiny,
+    )
+    return np.clip(values, lo, hi)
+
+
+def rounding_pairs(
+    n: int,
+    low: float,
+    high: float,
+    *,
+    relation: str = "replace_one",
+    accumulate: Callable[[np.ndarray], Any] = np.sum,
+    budget: int = 256,
+    keep: int = 1,
+    seed: int = 0,
+) -> list[NeighbouringPair]:
+    """The pairs, among ``budget`` random ones, whose floating-point sum moves most.
+
+    Each try draws ``n`` records in ``[low, high]`` of mixed magnitudes and changes one record to
+    a bound (``replace_one``) or adds a record at a bound in a random position (``add_remove``).
+    The tries are ranked by how far ``accumulate`` (the summation the audited code uses, e.g.
+    ``numpy.sum``, whose pairwise order differs from a loop's) moves, minus what the bounds
+    allow (``high - low`` for a replacement, ``max(|low|, |high|)`` for an addition); the best
+    ``keep`` are returned, each described with that excess. Exact arithmetic never exceeds the
+    bounds; a positive excess is the rounding that a sensitivity computed from the bounds
+    leaves out.
+    """
+    check_choice("relation", relation, RELATIONS)
+    n = check_integer("n", n, minimum=1)
+    lo, hi = _bounds(low, high)
+    budget = check_integer("budget", budget, minimum=1)
+    keep = check_integer("keep", keep, minimum=1, maximum=budget)
+    seed = check_integer("seed", seed, minimum=0)
+    if not callable(accumulate):
+        raise ValueError(f"accumulate must be callable, got {type(accumulate).__name__}")
+    allowed = hi - lo if relation == "replace_one" else max(abs(lo), abs(hi))
+    rng = np.random.default_rng(seed)
+    tries: list[tuple[float, np.ndarray, int, float]] = []
+    for _ in range(budget):
+        d = _mixed_records(rng, n, lo, hi)
+        value = lo if rng.random() < 0.5 else hi
+        position = int(rng.integers(n if relation == "replace_one" else n + 1))
+        d_prime = d.copy()
+        if relation == "replace_one":
+            d_prime[position] = value
+        else:
+            d_prime = np.insert(d, position, value)
+        moved = abs(float(accumulate(d_prime)) - float(accumulate(d)))
+        tries.append((moved - allowed, d, position, value))
+    tries.sort(key=lambda t: -t[0])
+    return [
+        _neighbour(
+            d,
+            relation,
+            position,
+            value,
+            f"rounding search: the float sum moves {excess:+.3g} beyond the bounds' {allowed:g}",
+        )
+        for excess, d, position, value in tries[:keep]
+    ]
+
+
+def overflow_pairs(
+    low: int,
+    high: int,
+    *,
+    relation: str = "replace_one",
+    dtype: Any = np.int64,
+    max_records: int = 10_000,
+) -> list[NeighbouringPair]:
+    """Pairs on which an integer accumulator of ``dtype`` overflows in ``D_prime`` only.
+
+    ``D`` holds ``k`` records at ``high``, the most whose sum fits in ``dtype``; ``D_prime`` has
+    one more at ``high``: added (``add_remove``) or in place of a record at ``low``
+    (``replace_one``). The same at ``low`` when ``low < 0``. An empty list when the bounds need
+    more than ``max_records`` records to overflow.
+    """
+    check_choice("relation", relation, RELATIONS)
+    max_records = check_integer("max_records", max_records, minimum=1)
+    try:
+        info = np.iinfo(dtype)
+    except ValueError:
+        raise ValueError(f"dtype must be an integer type, got {dtype!r}") from None
+    if not (isinstance(low, int | np.integer) and isinstance(high, int | np.integer)):
+        raise ValueError(f"low and high must be integers, got {low!r} and {high!r}")
+    if not low < high or low < info.min or high > info.max:
+        raise ValueError(f"need {info.min} <= low < high <= {info.max}, got {low} and {high}")
+    pairs = []
+    for bound, other, limit in ((int(high), int(low), info.max), (int(low), int(high), info.min)):
+        if bound == 0 or (bound > 0) != (limit > 0):
+            continue
+        k = limit // bound
+        if k + 1 > max_records:
+            continue
+        base = [bound] * k + ([other] if relation == "replace_one" else [])
+        d = np.array(base, dtype=dtype)
+        text = f"{k} records at {bound} fit in {np.dtype(dtype).name}, one more overflows"
+        pairs.append(_neighbour(d, relation, k, bound, text))
+    return pairs
+
+
+def random_pairs(
+    n: int,
+    low: float,
+    high: float,
+    *,
+    relation: str = "replace_one",
+    budget: int = 8,
+    integer: bool = False,
+    seed: int = 0,
+) -> list[NeighbouringPair]:
+    """``budget`` random datasets of ``n`` records uniform in ``[low, high]`` (integers with
+    ``integer``), each with a random record replaced by, or a record added at, a uniform value."""
+    check_choice("relation", relation, RELATIONS)
+    n = check_integer("n", n, minimum=1)
+    lo, hi = _bounds(low, high)
+    budget = check_integer("budget", budget, minimum=1)
+    seed = check_integer("seed", seed, minimum=0)
+    rng = np.random.default_rng(seed)
+
+    def draw(size: int) -> np.ndarray:
+        if integer:
+            return rng.integers(math.ceil(lo), math.floor(hi) + 1, size=size)
+        return rng.uniform(lo, hi, size=size)
+
+    pairs = []
+    for j in range(budget):
+        d = draw(n)
+        value = draw(1)[0]
+        position = int(rng.integers(n if relation == "replace_one" else n + 1))
+        pairs.append(_neighbour(d, relation, position, value, f"random pair {j}"))
+    return pairs
+
+
+def subsample(
+    pairs: Sequence[NeighbouringPair], budget: int, *, seed: int = 0
+) -> list[NeighbouringPair]:
+    """At most ``budget`` of ``pairs``, a uniformly random subset drawn from ``seed`` (in their
+    original order); all of them when there are no more than ``budget``."""
+    pairs = list(pairs)
+    budget = check_integer("budget", budget, minimum=1)
+    if len(pairs) <= budget:
+        return pairs
+    keep = np.sort(np.random.default_rng(seed).choice(len(pairs), size=budget, replace=False))
+    return [pairs[int(i)] for i in keep]
