@@ -22,7 +22,10 @@ everything the sums depend on (mechanism, pair, attack, seed, trial counts, chun
 dpaudit and numpy versions); a directory whose manifest differs is refused with a message naming
 the fields that differ, so batches of different audits are never mixed. Nothing is pickled.
 
-A file damaged by something else (a full disk, a copy cut short, a truncated or empty file) is
+Every file also holds a checksum of its arrays (names, dtypes, shapes and bytes, SHA-256 keyed by
+the fingerprint's digest), so a file whose content was changed after it was written, or that
+comes from another audit's store, is told from a good one. A file damaged by something else (a
+full disk, a copy cut short, a truncated or empty file, an edited or foreign content) is
 reported in one line (a ``RuntimeWarning``), removed, and its batch or chunk is drawn again.
 """
 
@@ -52,6 +55,8 @@ STORE_FORMAT = 2
 _MANIFEST = "manifest.json"
 _BATCH = re.compile(r"^(?P<stream>[a-z]+)-(?P<first>\d{12})\.npz$")
 _ARRAYS = ("counts", "loss", "fixed")
+#: Name of the array that holds a file's checksum.
+_CHECKSUM = "checksum"
 
 #: What reading a damaged ``.npz`` file can raise.
 _DAMAGE = (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile)
@@ -73,6 +78,16 @@ def _fsync_directory(directory: Path) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
+
+
+def _checksum(key: str, arrays: Mapping[str, np.ndarray]) -> str:
+    """SHA-256, keyed by ``key``, of the names, dtypes, shapes and bytes of ``arrays``."""
+    digest = hashlib.sha256(key.encode("utf-8"))
+    for name in sorted(arrays):
+        value = np.ascontiguousarray(arrays[name])
+        digest.update(f"{name}:{value.dtype.str}:{value.shape}".encode())
+        digest.update(value.tobytes())
+    return digest.hexdigest()
 
 
 def _write_atomic(path: Path, write: Any) -> None:
@@ -185,6 +200,9 @@ class ChunkStore:
                 arrays = {k: data[k].copy() for k in data.files}
             if required not in arrays:
                 raise ValueError(f"it holds no {required!r} array")
+            stored = str(arrays.pop(_CHECKSUM, ""))
+            if stored != _checksum(self.digest, arrays):
+                raise ValueError("its content does not match its checksum")
         except _DAMAGE as exc:
             reason = " ".join(str(exc).split()) or type(exc).__name__
             warnings.warn(
@@ -218,6 +236,7 @@ class ChunkStore:
         unknown = set(present) - set(_ARRAYS)
         if unknown:
             raise ValueError(f"arrays must be among {_ARRAYS}, got {sorted(unknown)}")
+        present[_CHECKSUM] = np.array(_checksum(self.digest, present))
         _write_atomic(path, lambda handle: np.savez(handle, **present))
 
     def load(self, stream: str, first: int) -> dict[str, np.ndarray | None] | None:
@@ -232,7 +251,8 @@ class ChunkStore:
         """Store the scores of chunk ``chunk`` of ``stream`` (the pilot's), atomically."""
         path = self._path(stream, chunk)
         values = np.asarray(scores, dtype=float)
-        _write_atomic(path, lambda handle: np.savez(handle, scores=values))
+        check = np.array(_checksum(self.digest, {"scores": values}))
+        _write_atomic(path, lambda handle: np.savez(handle, scores=values, **{_CHECKSUM: check}))
 
     def load_scores(self, stream: str, chunk: int, shape: tuple[int, ...]) -> np.ndarray | None:
         """The stored scores of a chunk, or ``None`` if absent, damaged or not of ``shape``

@@ -139,6 +139,48 @@ def test_damaged_batch_and_pilot_files_are_reported_removed_and_left_out(tmp_pat
     assert not list(tmp_path.glob("*.npz"))
 
 
+def _rewrite(path: Path, change) -> None:
+    """Rewrite a stored file with ``change`` applied to its arrays (its checksum left as it was),
+    as an edit or a bug elsewhere would."""
+    with np.load(path, allow_pickle=False) as data:
+        arrays = {k: data[k].copy() for k in data.files}
+    change(arrays)
+    np.savez(path, **arrays)
+
+
+@pytest.mark.parametrize(
+    ("name", "change"),
+    [
+        ("evaluation-000000000000.npz", lambda a: a.update(counts=2 * a["counts"])),
+        ("evaluation-000000000000.npz", lambda a: a.update(counts=a["counts"].astype(float))),
+        ("evaluation-000000000000.npz", lambda a: a.update(counts=a["counts"][:, :-3])),
+        ("pilot-000000000000.npz", lambda a: a.update(scores=3.0 * a["scores"])),
+    ],
+)
+def test_edited_files_are_reported_removed_and_drawn_again(tmp_path, name, change):
+    """Doubled counts, counts turned float, three bins fewer, rescaled pilot scores: the file no
+    longer matches its checksum, so it is reported in one line, removed and drawn again, and the
+    resumed audit equals one that was never interrupted."""
+    m = Gaussian(1.0)
+    plain = dpaudit.audit_mechanism(m, trials=50_000, seed=3, chunk_size=4096)
+    dpaudit.audit_mechanism(m, trials=50_000, seed=3, chunk_size=4096, store=tmp_path)
+    _rewrite(tmp_path / name, change)
+    with pytest.warns(RuntimeWarning, match=f"{name} is damaged .*checksum.*drawn again"):
+        again = dpaudit.audit_mechanism(m, trials=50_000, seed=3, chunk_size=4096, store=tmp_path)
+    assert _record(again) == _record(plain)
+
+
+def test_a_file_from_another_audits_store_is_not_taken(tmp_path):
+    """Checksums are keyed by the audit's fingerprint: a batch file copied from the store of
+    another audit (same stream and index) is damaged for this one."""
+    first, second = ChunkStore(tmp_path / "a", {"seed": 1}), ChunkStore(tmp_path / "b", {"seed": 2})
+    first.save("evaluation", 0, {"counts": np.ones((2, 3), dtype=np.int64)})
+    name = "evaluation-000000000000.npz"
+    (tmp_path / "b" / name).write_bytes((tmp_path / "a" / name).read_bytes())
+    with pytest.warns(RuntimeWarning, match="checksum"):
+        assert second.load("evaluation", 0) is None
+
+
 # --- the engine with a store ----------------------------------------------------------------
 
 
