@@ -129,9 +129,12 @@ def parameters_table(result: Any) -> list[tuple[str, str]]:
     rows = [("mechanism", str(record.get("mechanism_name") or "—"))]
     if spec.get("mechanism"):
         rows.append(("mechanism spec", toml_inline(spec["mechanism"])))
-    if record.get("pair"):
-        rows.append(("neighbouring pair", _pair_text(record["pair"])))
     attack = record.get("attack") or {}
+    given = attack.get("class") == "scores"  # an audit of scores computed elsewhere
+    if given:
+        rows.append(("neighbouring pair", "the pair of the runs that gave the scores (not known)"))
+    elif record.get("pair"):
+        rows.append(("neighbouring pair", _pair_text(record["pair"])))
     if attack:
         # The mechanism and the pair an attack was built on are shown on their own rows.
         params = {
@@ -146,11 +149,23 @@ def parameters_table(result: Any) -> list[tuple[str, str]]:
             )
         )
     gdp = record.get("gdp_estimate") or {}
+    if given:
+        sizes = attack.get("params") or {}
+        counted = [
+            ("scores on D (non-members)", _count(sizes.get("n_d"))),
+            ("scores on D′ (members)", _count(sizes.get("n_d_prime"))),
+            ("of which evaluate (smaller side)", _count(record.get("trials"))),
+            ("of which select (smaller side)", _count(record.get("selection_trials"))),
+        ]
+    else:
+        counted = [
+            ("trials per dataset", _count(record.get("trials"))),
+            ("selection trials per dataset", _count(record.get("selection_trials"))),
+        ]
     rows += [
         ("claim", claim_label(record)),
         ("expected verdict", str(record.get("expect", "consistent"))),
-        ("trials per dataset", _count(record.get("trials"))),
-        ("selection trials per dataset", _count(record.get("selection_trials"))),
+        *counted,
         ("seed", str(record.get("seed"))),
         ("confidence", format_number(record.get("confidence"))),
         ("strategy", str(record.get("strategy"))),
