@@ -520,16 +520,21 @@ def _cmd_list(args: argparse.Namespace) -> Verdicts:
     for method, kind in METHOD_KINDS.items():
         print(f"  {method:<24}{kind}")
     print()
-    print("keys of an [[audit]] table:")
-    for key, param in specs.AUDIT_KEYS.items():
-        if param.required:
-            need = "required"
-        elif param.default is None:
-            need = "optional"
-        else:
-            default = list(param.default) if isinstance(param.default, tuple) else param.default
-            need = f"default {default!r}"
-        print(f"  {key:<24}{param.help} ({param.expected}; {need})")
+    for table, keys in (
+        ("audit", specs.AUDIT_KEYS),
+        ("accountant_audit", specs.ACCOUNTANT_AUDIT_KEYS),
+    ):
+        print(f"keys of an [[{table}]] table:")
+        for key, param in keys.items():
+            if param.required:
+                need = "required"
+            elif param.default is None:
+                need = "optional"
+            else:
+                default = list(param.default) if isinstance(param.default, tuple) else param.default
+                need = f"default {default!r}"
+            print(f"  {key:<24}{param.help} ({param.expected}; {need})")
+        print()
     return []
 
 

@@ -41,6 +41,9 @@ def test_list(capsys: pytest.CaptureFixture[str]) -> None:
         assert f"  {kind} " in out
     for method in ("exact", "pld", "rdp", "gdp_clt"):
         assert f"  {method} " in out
+    accountant = out[out.index("keys of an [[accountant_audit]] table:") :]
+    for key in specs.ACCOUNTANT_AUDIT_KEYS:
+        assert f"  {key} " in accountant
 
 
 def test_bounds_gaussian_against_reference(capsys: pytest.CaptureFixture[str]) -> None:
