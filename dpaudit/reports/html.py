@@ -19,7 +19,13 @@ from dpaudit.reports.tables import (
     index_table,
     parameters_table,
 )
-from dpaudit.reports.text import NO_CLAIM, report_summary, verdict_label, verdict_sentence
+from dpaudit.reports.text import (
+    BOUNDS_TABLE_NOTE,
+    NO_CLAIM,
+    report_summary,
+    verdict_label,
+    verdict_sentence,
+)
 
 __all__ = ["render_html"]
 
@@ -145,11 +151,7 @@ def _section(record: Mapping[str, Any], pngs: Mapping[str, bytes]) -> str:
         parts.append(f'<div class="row">{"".join(row)}</div>')
     parts.append("<h3>Lower bounds against theory</h3>")
     parts.append(_frame_html(bounds_table(record)))
-    parts.append(
-        '<p class="sub">ε lower bounds hold at the stated confidence; tightness = lower bound / '
-        "theoretical ε (1 = the audit meets the theory; above 1 against a valid bound = a "
-        "violation).</p>"
-    )
+    parts.append(f'<p class="sub">{_esc(BOUNDS_TABLE_NOTE)}</p>')
     parts.append("<h3>Parameters</h3>")
     rows = "".join(
         f"<tr><td>{_esc(k)}</td><td>{_esc(v)}</td></tr>" for k, v in parameters_table(record)

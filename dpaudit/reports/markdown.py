@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 
 from dpaudit.reports.tables import bounds_table, format_cell, index_table, parameters_table
-from dpaudit.reports.text import report_summary, verdict_label, verdict_sentence
+from dpaudit.reports.text import BOUNDS_TABLE_NOTE, report_summary, verdict_label, verdict_sentence
 
 __all__ = ["render_markdown"]
 
@@ -64,7 +64,7 @@ def _section(record: Mapping[str, Any], figures: Mapping[str, str]) -> str:
             lines += [f"![{caption} of {name}]({figures[key]})", ""]
     lines += ["### Lower bounds against theory", "", _frame_markdown(bounds_table(record)), ""]
     lines += [
-        "ε lower bounds hold at the stated confidence; tightness = lower bound / theoretical ε.",
+        BOUNDS_TABLE_NOTE,
         "",
         "### Parameters",
         "",

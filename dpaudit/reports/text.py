@@ -14,6 +14,7 @@ __all__ = [
     "format_delta",
     "verdict_sentence",
     "report_summary",
+    "BOUNDS_TABLE_NOTE",
     "verdict_label",
     "NO_CLAIM",
     "claim_label",
@@ -114,6 +115,17 @@ def _first_delta_summary(record: Mapping[str, Any]) -> str:
         if tight is not None:
             text += f" (tightness {format_number(tight, 3)})"
     return text
+
+
+#: The note under every report's table of lower bounds against theory (HTML and Markdown).
+BOUNDS_TABLE_NOTE = (
+    "ε lower bounds hold at the stated confidence (the family's confidence per test, as in the "
+    "verdict). ceiling: the most any attack could certify with this many trials (a perfect "
+    "attack, no errors at all); a bound near it is limited by the trials, not by the attack. "
+    "tightness = lower bound / theoretical ε: 1 means the audit meets the theory; above 1 "
+    "against a valid bound means a violation; 0 against ∞ means the theory gives no finite ε "
+    "(e.g. an RDP conversion at that δ)."
+)
 
 
 def report_summary(records: Sequence[Mapping[str, Any]]) -> str:

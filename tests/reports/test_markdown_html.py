@@ -27,3 +27,17 @@ def test_a_verdict_read_from_a_results_file_is_escaped_in_markdown(violated_reco
     )
     assert "<script>" not in heading and "&lt;script&gt;" in heading
     assert "\\|" in heading and "\\`code\\`" in heading
+
+
+def test_both_formats_explain_the_ceiling_and_tightness_columns(violated_record):
+    """The note under the lower-bounds table is one text, shown by HTML and Markdown alike."""
+    import html as html_module
+
+    from dpaudit.reports.html import render_html
+    from dpaudit.reports.markdown import render_markdown
+    from dpaudit.reports.text import BOUNDS_TABLE_NOTE
+
+    assert "ceiling:" in BOUNDS_TABLE_NOTE and "tightness" in BOUNDS_TABLE_NOTE
+    assert BOUNDS_TABLE_NOTE in render_markdown([violated_record], [{}])
+    page = render_html([violated_record], [{}])
+    assert html_module.escape(BOUNDS_TABLE_NOTE, quote=True) in page
