@@ -43,7 +43,9 @@ import io
 import json
 import math
 import re
+import signal
 import sys
+import threading
 import time
 import warnings
 from collections.abc import Iterator, Sequence
@@ -653,20 +655,35 @@ def _run(argv: Sequence[str] | None) -> int:
         return 130
 
 
+def _interrupt(signum: int, frame: Any) -> None:
+    """A ``SIGTERM`` handler: stop as an interrupt does."""
+    raise KeyboardInterrupt
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``dpaudit`` with ``argv`` (default: ``sys.argv[1:]``); return the exit code.
 
     Warnings (e.g. a damaged file in a ``--store``, drawn again) are shown after a command that
     succeeds, as ``dpaudit: warning: ...``, one line each; after an error only the error's one
     line is shown. Floating-point notices of numpy (``overflow encountered in ...``) are not
-    shown: results are checked for what they could mean; nor is joblib's notice that "0 tasks"
-    were cancelled, which a resumed run with nothing left to run draws.
+    shown: results are checked for what they could mean.
+
+    ``SIGTERM`` (what ``kill``, a CI runner or a job scheduler sends) stops a command as Ctrl-C
+    does: no report is written, nothing is left half-written (temporary files are removed on
+    the way out), finished batches stay in a ``--store``, and the exit code is 130.
     """
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.filterwarnings("ignore", message=".* encountered in ", category=RuntimeWarning)
-        # joblib's notice when a resumed run had no batch left to run: nothing was cancelled.
-        warnings.filterwarnings("ignore", message="0 tasks which were still being processed")
-        code = _run(argv)
+    # Signal handlers belong to the main thread (main() called from another thread keeps its).
+    handle = threading.current_thread() is threading.main_thread()
+    previous = signal.getsignal(signal.SIGTERM)
+    if handle:
+        signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.filterwarnings("ignore", message=".* encountered in ", category=RuntimeWarning)
+            code = _run(argv)
+    finally:
+        if handle:
+            signal.signal(signal.SIGTERM, previous)
     if code in (EXIT_OK, EXIT_VIOLATION):
         for shown in dict.fromkeys(" ".join(str(w.message).split()) for w in caught):
             print(f"dpaudit: warning: {shown}", file=sys.stderr)

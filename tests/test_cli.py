@@ -495,3 +495,25 @@ def test_bench_flawed_csv_is_checked_before_the_benchmark_runs(
     code, _, err = run_cli(capsys, "bench-flawed", "--csv", csv)
     assert code == EXIT_USER_ERROR
     assert err.count("\n") == 1 and err.startswith(f"dpaudit: error: --csv {csv}: "), err
+
+
+def test_sigterm_stops_like_an_interrupt_and_leaves_nothing_half_written(tmp_path):
+    """kill (SIGTERM) during the main job: exit 130 with one line, no report, no temporary file
+    beside it, and the finished batches kept in the store."""
+    import signal
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-m", "dpaudit.cli", "suite", "-o", str(tmp_path / "out")]
+    command += ["--store", str(tmp_path / "store"), "--trials", "4000000"]
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    assert process.stderr is not None
+    first = process.stderr.readline()  # the first progress line: the audits have started
+    assert first.startswith("dpaudit:"), first
+    process.send_signal(signal.SIGTERM)
+    _, rest = process.communicate(timeout=120)
+    assert process.returncode == 130, rest
+    assert "interrupted; no report written" in rest
+    assert not (tmp_path / "out").exists()
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]
+    assert not list((tmp_path / "store").rglob(".*.tmp"))
