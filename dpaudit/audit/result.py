@@ -33,8 +33,7 @@ from dpaudit.audit.grid import ScoreGrid
 from dpaudit.audit.lower_bounds import epsilon_from_errors, mu_from_errors, violation_margin
 from dpaudit.audit.privacy_loss import PrivacyLossStatistics
 from dpaudit.audit.strategies import (
-    BAND_SHARE,
-    band_upper,
+    band_ceiling_errors,
     bonferroni_candidates,
     ceiling_errors,
     choose_threshold,
@@ -290,9 +289,9 @@ class AuditResult:
                 return a, b
             # The band reads a perfect attack on the pooled trials as well.
             sel = self.selection_tradeoff
-            half = BAND_SHARE * self.gamma / 2
-            pooled_a = float(band_upper(np.array(0), ev.n_d + sel.n_d, half))
-            pooled_b = float(band_upper(np.array(0), ev.n_d_prime + sel.n_d_prime, half))
+            pooled_a, pooled_b = band_ceiling_errors(
+                ev.n_d + sel.n_d, ev.n_d_prime + sel.n_d_prime, self.gamma
+            )
             return np.array([a, pooled_a]), np.array([b, pooled_b])
         if kind != "oracle":
             raise ValueError(f"kind must be 'perfect' or 'oracle', got {kind!r}")

@@ -115,6 +115,7 @@ __all__ = [
     "band_counts",
     "band_upper",
     "ceiling_errors",
+    "band_ceiling_errors",
     "oracle_errors",
 ]
 
@@ -267,6 +268,16 @@ def ceiling_errors(n_d: int, n_d_prime: int, gamma: float) -> tuple[float, float
     n_d_prime = check_integer("n_d_prime", n_d_prime, minimum=1)
     half = gamma / 2.0
     return -float(np.expm1(np.log(half) / n_d)), -float(np.expm1(np.log(half) / n_d_prime))
+
+
+def band_ceiling_errors(n_d: int, n_d_prime: int, gamma: float) -> tuple[float, float]:
+    """The upper bounds the band of ``"holdout+band"`` reads for a *perfect* attack on ``n_d``
+    and ``n_d_prime`` pooled trials: :func:`band_upper` of a zero count at the band's share of
+    ``gamma`` (:func:`ceiling_errors` gives the holdout's)."""
+    half = BAND_SHARE * gamma / 2
+    return float(band_upper(np.array(0), n_d, half)), float(
+        band_upper(np.array(0), n_d_prime, half)
+    )
 
 
 def oracle_errors(

@@ -219,3 +219,15 @@ def test_bounds_never_exceed_the_ceilings_of_the_default(n, confidence):
     r = audit_scores(s0, s1, confidence=confidence)
     assert r.epsilon_lower_bound(1e-5) <= r.epsilon_ceiling(1e-5) + 1e-12
     assert r.mu_lower_bound() <= r.mu_ceiling() + 1e-12
+
+
+def test_band_ceiling_is_the_closed_form_at_the_bands_level():
+    """A perfect attack's count is 0: the band's bound is 1 - level^(1/n) (Clopper-Pearson at
+    zero), at level BAND_SHARE * gamma / 2 over the band's K indices."""
+    from dpaudit.audit.strategies import band_ceiling_errors
+
+    gamma = 0.05
+    a, b = band_ceiling_errors(300, 7000, gamma)
+    for bound, n in ((a, 300), (b, 7000)):
+        level = BAND_SHARE * gamma / 2 / band_counts(n).size
+        assert bound == pytest.approx(1 - level ** (1 / n), rel=1e-9)

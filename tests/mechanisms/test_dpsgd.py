@@ -259,12 +259,12 @@ def _coded_records(n, dim=2):
     return records
 
 
-def test_poisson_batches_are_independent_bernoulli():
-    n, q = 10, 0.3
-    mech = DPSGD(sigma=TINY, rate=q, steps=20, observe="updates")
-    held = _decode(mech.sample(_coded_records(n, 20), 2000, np.random.default_rng(3)), n)
+def assert_independent_bernoulli_batches(held: np.ndarray, q: float) -> None:
+    """``held`` (draws x records, 0/1) holds independent Bernoulli(``q``) memberships: each
+    frequency and each pair's joint frequency within 5.5 standard errors, and a chi-square test
+    of the batch sizes at 1e-6 (false failure below 1e-5 over the 56 checks for 10 records)."""
+    n = held.shape[1]
     draws = held.shape[0]
-    # each frequency within 5.5 standard errors (false failure < 1e-5 over the 56 checks)
     freq = held.mean(axis=0)
     assert np.all(np.abs(freq - q) < 5.5 * math.sqrt(q * (1 - q) / draws))
     joint = (held[:, :, None] & held[:, None, :]).mean(axis=0)[np.triu_indices(n, 1)]
@@ -274,6 +274,13 @@ def test_poisson_batches_are_independent_bernoulli():
     keep = expected > 5
     chi2 = np.sum((sizes[keep] - expected[keep]) ** 2 / expected[keep])
     assert stats.chi2.sf(chi2, keep.sum() - 1) > 1e-6
+
+
+def test_poisson_batches_are_independent_bernoulli():
+    n, q = 10, 0.3
+    mech = DPSGD(sigma=TINY, rate=q, steps=20, observe="updates")
+    held = _decode(mech.sample(_coded_records(n, 20), 2000, np.random.default_rng(3)), n)
+    assert_independent_bernoulli_batches(held, q)
 
 
 @pytest.mark.parametrize("m", [3, 7])  # Floyd's algorithm (m^2 <= 4n) and random keys
