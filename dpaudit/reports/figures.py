@@ -28,7 +28,7 @@ from matplotlib.figure import Figure
 from dpaudit._core.validation import check_choice
 from dpaudit.audit.grid import ScoreGrid
 from dpaudit.reports.records import as_record, from_json_value
-from dpaudit.reports.text import claim_label, format_delta, format_number
+from dpaudit.reports.text import claim_label, format_delta, format_number, level_per_test
 
 __all__ = [
     "plot_tradeoff",
@@ -267,15 +267,28 @@ def _finish_axes(ax: Axes, title: str, legend: bool, loc: str = "upper right") -
         ax.legend(fontsize=7.5, loc=loc, framealpha=0.9)
 
 
+def _profile_label(record: Mapping[str, Any]) -> str:
+    """Legend of the measured staircase, naming the level its steps were read at: the
+    family's level per test, as the verdict states it (a record written before the profile
+    carried its level was read at the audit's confidence)."""
+    profile = (record.get("empirical") or {}).get("profile") or {}
+    level = from_json_value(profile.get("confidence", record.get("confidence")))
+    shown = f"{100 * level:.4g}%"
+    if shown == level_per_test(record):
+        return f"measured lower bound on δ(ε), each step at {shown} (the verdict's level per test)"
+    return f"measured lower bound on δ(ε), each step alone at {shown}"
+
+
 def plot_privacy_profile(result: Any, ax: Axes | None = None, *, legend: bool = True) -> Axes:
     """Draw the delta(eps) plane of an audit on ``ax`` and return it.
 
     Theoretical profiles are upper bounds (or exact values) of the mechanism's delta(eps). The
     measurement gives lower bounds: at each delta, the mechanism is not (eps, delta)-DP for any
     eps below the measured epsilon lower bound, so the true profile passes above the shaded
-    staircase. Each step of the staircase is one test at the audit's confidence on its own; the
-    steps are not a simultaneous family (unlike the bounds and the verdict of the report), and
-    the legend says so.
+    staircase. Each step of the staircase is one test at the level per test of the report's
+    family (:meth:`dpaudit.AuditResult.verdict`), so at each reported delta it meets the marked
+    eps bound; the other steps are tests on their own, not members of the family. The legend
+    names that level as the verdict does.
     """
     record = as_record(result)
     ax = ax if ax is not None else _new_axes()
@@ -307,7 +320,6 @@ def plot_privacy_profile(result: Any, ax: Axes | None = None, *, legend: bool = 
             d, e = deltas[keep], eps_lb[keep]
             order = np.argsort(d)[::-1]
             d, e = d[order], e[order]
-            level = f"{float(record.get('confidence', 0.95)):.0%}"
             # Staircase: for eps below e_i the profile exceeds d_i.
             xs = np.concatenate([[0.0], np.repeat(e, 2)])
             ys = np.concatenate([np.repeat(d, 2), [lowest]])
@@ -326,7 +338,7 @@ def plot_privacy_profile(result: Any, ax: Axes | None = None, *, legend: bool = 
                 color=MEASURED_COLOR,
                 linewidth=1.8,
                 drawstyle="default",
-                label=f"measured lower bound on δ(ε) (each step alone at {level})",
+                label=_profile_label(record),
             )
             eps_max = max(eps_max, float(e.max()) * 1.1)
 

@@ -309,12 +309,18 @@ def build_record(
     )
 
     tradeoff = result.tradeoff
-    profile_eps = [float(result.epsilon_lower_bound(float(d))) for d in PROFILE_DELTAS]
+    # The profile is read at the family's level per test, like the eps bounds drawn on it: at
+    # a requested delta its step is that bound. Between them each step is a test on its own.
+    profile_eps = [float(member.epsilon_lower_bound(float(d))) for d in PROFILE_DELTAS]
     empirical = {
         "curve": _vertices(tradeoff.curve()),
         "upper_band": _vertices(tradeoff.upper_band_curve()),
         "lower_band": _vertices(tradeoff.lower_band_curve()),
-        "profile": {"delta": PROFILE_DELTAS.tolist(), "epsilon": profile_eps},
+        "profile": {
+            "delta": PROFILE_DELTAS.tolist(),
+            "epsilon": profile_eps,
+            "confidence": member.confidence,
+        },
     }
 
     record.update(

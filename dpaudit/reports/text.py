@@ -19,6 +19,7 @@ __all__ = [
     "NO_CLAIM",
     "claim_label",
     "method_title",
+    "level_per_test",
 ]
 
 _TITLES = {
@@ -67,6 +68,15 @@ def format_delta(key: str | float) -> str:
 #: How an audit without a claim is shown in place of a verdict: it measured lower bounds and
 #: tested nothing, so it gets neither the green of a claim that held nor the red of a refuted one.
 NO_CLAIM = "no claim tested"
+
+
+def level_per_test(record: Mapping[str, Any]) -> str | None:
+    """The confidence of each test of the record's family as a report writes it (``"98.75%"``),
+    or ``None`` when the record has no family of several tests."""
+    family = record.get("family")
+    if not isinstance(family, Mapping) or family.get("tests", 1) <= 1:
+        return None
+    return f"{100 * family['confidence_per_test']:.4g}%"
 
 
 def verdict_label(record: Mapping[str, Any]) -> str:
@@ -182,12 +192,12 @@ def verdict_sentence(record: Mapping[str, Any]) -> str:
         summary = _first_delta_summary(record)
         sentence = f"Consistent: no test refutes {claim} at {level} confidence"
         sentence += f"; {summary}." if summary else "."
-    family = record.get("family")
-    if isinstance(family, Mapping) and family.get("tests", 1) > 1:
+    each = level_per_test(record)
+    if each is not None:
         sentence += (
-            f" The {family['tests']} tests of this audit (eps at each delta, mu"
+            f" The {record['family']['tests']} tests of this audit (eps at each delta, mu"
             + (", the claim's own test" if record.get("claim") else "")
-            + f") share the confidence: each at {100 * family['confidence_per_test']:.4g}%."
+            + f") share the confidence: each at {each}."
         )
     if record.get("expect") == "violated":
         if record.get("verdict") == "violated":
