@@ -40,18 +40,24 @@ __all__ = [
 ]
 
 #: Colour and line style of each theory method (an approximation is dashed: it is no bound).
+#: Curves often coincide (an exact audit meets the exact curve, the PLD accountant meets the exact
+#: curve, a claim is often the exact curve), so they are stacked: the measured curve widest at the
+#: bottom, then the theory curves each narrower and higher (``zorder``), the dashed claim on top;
+#: where they coincide each shows as a coloured edge around the next.
 METHOD_STYLE: dict[str, dict[str, Any]] = {
-    "exact": {"color": "#222222", "linestyle": "-", "linewidth": 1.6},
-    "pld": {"color": "#1b7837", "linestyle": "-", "linewidth": 1.6},
-    "rdp": {"color": "#e08214", "linestyle": "-", "linewidth": 1.4},
-    "gdp_clt": {"color": "#8073ac", "linestyle": (0, (5, 2)), "linewidth": 1.4},
-    "berry_esseen": {"color": "#b35806", "linestyle": (0, (1, 1)), "linewidth": 1.6},
-    "advanced": {"color": "#7f3b08", "linestyle": "-.", "linewidth": 1.2},
-    "kov": {"color": "#542788", "linestyle": "-.", "linewidth": 1.2},
+    "exact": {"color": "#222222", "linestyle": "-", "linewidth": 4.2, "zorder": 3.0},
+    "pld": {"color": "#1b7837", "linestyle": "-", "linewidth": 2.6, "zorder": 3.1},
+    "rdp": {"color": "#e08214", "linestyle": "-", "linewidth": 1.5, "zorder": 3.2},
+    "gdp_clt": {"color": "#8073ac", "linestyle": (0, (5, 2)), "linewidth": 1.4, "zorder": 3.3},
+    "berry_esseen": {"color": "#b35806", "linestyle": (0, (1, 1)), "linewidth": 1.6, "zorder": 3.3},
+    "advanced": {"color": "#7f3b08", "linestyle": "-.", "linewidth": 1.2, "zorder": 3.3},
+    "kov": {"color": "#542788", "linestyle": "-.", "linewidth": 1.2, "zorder": 3.3},
 }
-_OTHER_STYLE = {"color": "#666666", "linestyle": ":", "linewidth": 1.2}
-CLAIM_STYLE = {"color": "#d6191b", "linestyle": (0, (6, 3)), "linewidth": 2.0}
+_OTHER_STYLE = {"color": "#666666", "linestyle": ":", "linewidth": 1.2, "zorder": 3.3}
+CLAIM_STYLE = {"color": "#d6191b", "linestyle": (0, (5, 3)), "linewidth": 1.3, "zorder": 4.0}
 MEASURED_COLOR = "#2166ac"
+#: The measured curve: under every theory curve, and wider than all of them.
+MEASURED_STYLE = {"color": MEASURED_COLOR, "linewidth": 6.5, "zorder": 2.5}
 BAND_COLOR = "#92c5de"
 D_COLOR = "#4d4d4d"
 D_PRIME_COLOR = "#d6604d"
@@ -173,6 +179,7 @@ def _draw_perfect_privacy(ax: Axes, log: bool, floor: float) -> None:
         linestyle=":",
         linewidth=1.0,
         label="perfect privacy (β = 1 − α)",
+        zorder=3.9,  # dotted: it hides no curve, and a nearly private audit meets it
     )
 
 
@@ -198,7 +205,10 @@ def _draw_band(ax: Axes, record: dict[str, Any], log: bool, floor: float) -> Non
 
 
 def _draw_curves(ax: Axes, record: dict[str, Any], log: bool, floor: float) -> None:
-    """The theory curves, the claim and the measured curve, in that order (measured on top)."""
+    """The measured curve, the theory curves and the claim, from the bottom up
+    (:data:`METHOD_STYLE`)."""
+    xy = _xy((record.get("empirical") or {}).get("curve"), "alpha", "beta")
+    _draw_curve(ax, xy, log, floor, label=_trials_label(record), **MEASURED_STYLE)
     for method, entry in (record.get("theory") or {}).items():
         xy = _xy(entry.get("tradeoff"), "alpha", "beta")
         style = METHOD_STYLE.get(method, _OTHER_STYLE)
@@ -207,9 +217,6 @@ def _draw_curves(ax: Axes, record: dict[str, Any], log: bool, floor: float) -> N
     if claim:
         xy = _xy(claim.get("tradeoff"), "alpha", "beta")
         _draw_curve(ax, xy, log, floor, label=f"claim: {claim_label(record)}", **CLAIM_STYLE)
-    xy = _xy((record.get("empirical") or {}).get("curve"), "alpha", "beta")
-    style = {"color": MEASURED_COLOR, "linewidth": 2.0, "label": _trials_label(record)}
-    _draw_curve(ax, xy, log, floor, **style)
 
 
 def _mark_point(

@@ -50,3 +50,49 @@ def test_profile_of_an_older_record_keeps_the_level_it_was_read_at(violated_reco
     older = {**violated_record, "empirical": empirical}
     labels = [line.get_label() for line in plot_privacy_profile(older).get_lines()]
     assert any("each step alone at 95%" in label for label in labels), labels
+
+
+def _hidden_curves(lines, *, only=None):
+    """Pairs ``(upper, lower)`` of curves where ``upper``, drawn over ``lower``, is solid and at
+    least as wide: where the two coincide, ``lower`` cannot be seen. Matplotlib draws by
+    ``zorder``, then in the order the lines were added."""
+    order = sorted(enumerate(lines), key=lambda item: (item[1].get_zorder(), item[0]))
+    curves = [line for _, line in order if line.get_linestyle() != "None"]
+    if only is not None:
+        curves = [line for line in curves if line.get_label().startswith(only)]
+    return [
+        (upper.get_label(), lower.get_label())
+        for i, lower in enumerate(curves)
+        for upper in curves[i + 1 :]
+        if upper.get_linestyle() == "-" and upper.get_linewidth() >= lower.get_linewidth()
+    ]
+
+
+@pytest.mark.parametrize("scale", ["linear", "log"])
+def test_every_curve_of_the_plane_shows_where_curves_coincide(violated_record, scale):
+    """An exact audit meets the exact curve, the PLD accountant meets it, a claim often is it:
+    the measured curve lies under the theory curves and each curve drawn over another is
+    narrower or dashed, so that every one of them stays visible where they coincide."""
+    from dpaudit.reports.figures import plot_tradeoff
+
+    lines = plot_tradeoff(violated_record, scale=scale).get_lines()
+    labels = [line.get_label() for line in lines]
+    assert sum(x.startswith("theory:") for x in labels) >= 3 and any(
+        x.startswith("claim:") for x in labels
+    )
+    measured = next(line for line in lines if line.get_label().startswith("measured"))
+    assert all(
+        measured.get_zorder() < line.get_zorder()
+        for line in lines
+        if line.get_label().startswith(("theory:", "claim:"))
+    )
+    assert _hidden_curves(lines) == []
+
+
+def test_every_theory_profile_shows_where_profiles_coincide(violated_record):
+    """The Gaussian's exact profile, its PLD profile and a claim of it are one curve: each is
+    drawn so that the others still show."""
+    from dpaudit.reports.figures import plot_privacy_profile
+
+    lines = plot_privacy_profile(violated_record).get_lines()
+    assert _hidden_curves(lines, only=("theory:", "claim:")) == []
