@@ -73,6 +73,10 @@ _METHOD_TITLES = {
 }
 
 
+#: Longest line of a legend entry; longer labels wrap onto further lines.
+LEGEND_WRAP = 60
+
+
 def _new_axes(figsize: tuple[float, float] = (6.0, 4.6)) -> Axes:
     fig = Figure(figsize=figsize, layout="constrained")
     FigureCanvasAgg(fig)
@@ -271,7 +275,9 @@ def _finish_axes(ax: Axes, title: str, legend: bool, loc: str = "upper right") -
     ax.set_title(title, fontsize=10)
     ax.grid(True, which="major", color="#e5e5e5", linewidth=0.6)
     if legend:
-        ax.legend(fontsize=7.5, loc=loc, framealpha=0.9)
+        handles, labels = ax.get_legend_handles_labels()
+        labels = ["\n".join(textwrap.wrap(label, LEGEND_WRAP)) for label in labels]
+        ax.legend(handles, labels, fontsize=7.5, loc=loc, framealpha=0.9)
 
 
 def _profile_label(record: Mapping[str, Any]) -> str:
@@ -352,6 +358,8 @@ def plot_privacy_profile(result: Any, ax: Axes | None = None, *, legend: bool = 
     for key, value in (record.get("epsilon_lower_bounds") or {}).items():
         delta, eps = float(key), from_json_value(value)
         if delta > 0 and eps is not None and eps > 0:
+            # The label goes to the side of the point with room for it inside the axes.
+            left = eps > 0.5 * eps_max
             ax.plot(
                 [eps],
                 [delta],
@@ -366,8 +374,8 @@ def plot_privacy_profile(result: Any, ax: Axes | None = None, *, legend: bool = 
                 f"ε ≥ {format_number(eps, 3)} at δ = {format_delta(key)}",
                 (eps, delta),
                 textcoords="offset points",
-                xytext=(-6, 5),
-                ha="right",
+                xytext=(-6, 5) if left else (6, 5),
+                ha="right" if left else "left",
                 fontsize=7.5,
                 color=MEASURED_COLOR,
                 bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85},
@@ -459,8 +467,19 @@ def plot_histogram(result: Any, ax: Axes | None = None, *, legend: bool = True) 
 
 
 def _legend_below(fig: Figure, ax: Axes, ncols: int) -> None:
+    """One legend under the figure for the curves of ``ax``: labels wrapped at
+    :data:`LEGEND_WRAP` characters, in as many columns (at most ``ncols``) as the figure's
+    width holds, so that no entry runs off the figure."""
     handles, labels = ax.get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncols=ncols, fontsize=8, frameon=False)
+    labels = ["\n".join(textwrap.wrap(label, LEGEND_WRAP)) for label in labels]
+    renderer = fig.canvas.get_renderer()
+    for n in range(ncols, 0, -1):
+        legend = fig.legend(
+            handles, labels, loc="outside lower center", ncols=n, fontsize=8, frameon=False
+        )
+        if n == 1 or legend.get_window_extent(renderer).width <= 0.98 * fig.bbox.width:
+            return
+        legend.remove()
 
 
 def tradeoff_figure(result: Any) -> Figure:

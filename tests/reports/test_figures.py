@@ -96,3 +96,39 @@ def test_every_theory_profile_shows_where_profiles_coincide(violated_record):
 
     lines = plot_privacy_profile(violated_record).get_lines()
     assert _hidden_curves(lines, only=("theory:", "claim:")) == []
+
+
+def _scores_record():
+    """A record of scores computed elsewhere, tested against a 2-GDP claim."""
+    import numpy as np
+
+    import dpaudit as dpa
+    from dpaudit.audit.scores import audit_scores
+    from dpaudit.reports.records import build_record
+
+    rng = np.random.default_rng(0)
+    result = audit_scores(rng.normal(0.0, 1.0, 2000), rng.normal(1.0, 1.0, 2000))
+    return build_record(result, name="scores: scores.csv", claim=dpa.bounds.gdp(2.0))
+
+
+@pytest.mark.parametrize("which", ["violated", "scores"])
+def test_no_legend_or_label_runs_off_a_figure(violated_record, which):
+    """Every legend, label and annotation of every figure of a report lies inside the figure
+    (a PNG shows nothing beyond its edges)."""
+    from dpaudit.reports.figures import audit_figures, plot_privacy_profile
+
+    record = violated_record if which == "violated" else _scores_record()
+    figures = dict(audit_figures(record))
+    figures["profile alone"] = plot_privacy_profile(record).figure
+    for key, fig in figures.items():
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        width, height = fig.get_size_inches()
+        box = fig.get_tightbbox(renderer)
+        assert box.x0 >= -0.01 and box.y0 >= -0.01, (key, box)
+        assert box.x1 <= width + 0.01 and box.y1 <= height + 0.01, (key, box, width, height)
+        legends = fig.legends + [ax.get_legend() for ax in fig.axes if ax.get_legend()]
+        assert legends, key
+        for legend in legends:
+            assert fig.bbox.contains(*legend.get_window_extent(renderer).min), key
+            assert fig.bbox.contains(*legend.get_window_extent(renderer).max), key
