@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import html
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -44,8 +45,10 @@ table { border-collapse: collapse; font-size: 0.88rem; margin: 6px 0 14px; }
 th, td { border: 1px solid var(--line); padding: 4px 9px; text-align: right; }
 th { background: #f6f8fa; font-weight: 600; }
 td.text, th.text { text-align: left; }
-td.name { overflow-wrap: anywhere; min-width: 10em; }
+td.name { min-width: 10em; }
 td.name + td.name { min-width: 17em; }
+td { overflow-wrap: break-word; }
+.nw { white-space: nowrap; }
 td.num { white-space: nowrap; }
 .badge { display: inline-block; padding: 1px 9px; border-radius: 10px; font-weight: 600;
          white-space: nowrap;
@@ -65,8 +68,7 @@ figure img { max-width: 100%; height: auto; border: 1px solid var(--line); }
 .row { display: flex; gap: 14px; flex-wrap: wrap; }
 .row figure { flex: 1 1 460px; }
 .params td:first-child { text-align: left; color: var(--muted); }
-.params td:last-child { text-align: left; font-family: ui-monospace, monospace; font-size: 0.8rem;
-                        word-break: break-all; }
+.params td:last-child { text-align: left; font-family: ui-monospace, monospace; font-size: 0.8rem; }
 footer { margin-top: 40px; color: var(--muted); font-size: 0.8rem; }
 """
 
@@ -90,11 +92,31 @@ def _verdict_of(label: Any) -> str:
     return "consistent" if label == NO_CLAIM else str(label)
 
 
+#: Where a line may break inside a cell besides at spaces: after a comma, after an opening
+#: parenthesis, a slash or a colon before a letter, and after ``.`` or ``-`` between two letters
+#: (``poisson-subsampled-gaussian``, ``dpaudit.mechanisms``; not ``1e-06`` or ``0.5``).
+_BREAK_AFTER = re.compile(r"(?<=,)(?=\S)|(?<=[(/:])(?=[A-Za-z])|(?<=[A-Za-z][-.])(?=[A-Za-z])")
+
+
+def _breakable(text: str) -> str:
+    """``text`` as HTML that wraps only at spaces and at :data:`_BREAK_AFTER`, never inside a
+    word or a number: a ``<wbr>`` marks each break point, and a piece between break points that
+    holds a hyphen (where a browser would break on its own) is kept on one line."""
+    pieces = []
+    for word in re.split(r"(\s+)", text):
+        parts = [
+            f'<span class="nw">{_esc(part)}</span>' if "-" in part else _esc(part)
+            for part in _BREAK_AFTER.split(word)
+        ]
+        pieces.append("<wbr>".join(parts))
+    return "".join(pieces)
+
+
 def _short(text: str) -> str:
     """A text cell, cut to :data:`SHORT_TEXT` characters with the full text as its tooltip."""
     if len(text) <= SHORT_TEXT:
-        return _esc(text)
-    return f'<span title="{_esc(text)}">{_esc(text[: SHORT_TEXT - 1])}…</span>'
+        return _breakable(text)
+    return f'<span title="{_esc(text)}">{_breakable(text[: SHORT_TEXT - 1])}…</span>'
 
 
 def _frame_html(
@@ -154,7 +176,7 @@ def _section(record: Mapping[str, Any], pngs: Mapping[str, bytes]) -> str:
     parts.append(f'<p class="sub">{_esc(BOUNDS_TABLE_NOTE)}</p>')
     parts.append("<h3>Parameters</h3>")
     rows = "".join(
-        f"<tr><td>{_esc(k)}</td><td>{_esc(v)}</td></tr>" for k, v in parameters_table(record)
+        f"<tr><td>{_esc(k)}</td><td>{_breakable(v)}</td></tr>" for k, v in parameters_table(record)
     )
     parts.append(f'<div class="wide"><table class="params"><tbody>{rows}</tbody></table></div>')
     return "\n".join(parts)

@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+import html
+import json
+import re
+import shutil
+import subprocess
+
+import pytest
+
 from dpaudit.reports.html import render_html
 from dpaudit.reports.markdown import render_markdown
 
@@ -41,3 +49,93 @@ def test_both_formats_explain_the_ceiling_and_tightness_columns(violated_record)
     assert BOUNDS_TABLE_NOTE in render_markdown([violated_record], [{}])
     page = render_html([violated_record], [{}])
     assert html_module.escape(BOUNDS_TABLE_NOTE, quote=True) in page
+
+
+#: Mechanism names of the reference battery, the longest of which used to break mid-word.
+LONG_NAMES = (
+    "PoissonSubsampled(Gaussian(sigma=0.8, sensitivity=1.0), rate=0.2)",
+    "FixedSizeSubsampled(Gaussian(sigma=2.0, sensitivity=1.0), size=20, population=100)",
+    "Composed(RandomizedResponse(eps=0.3, k=2), times=10)",
+    "BlackBox(dpaudit.mechanisms.adapters:diffprivlib_release(mechanism='laplace', epsilon=1.0))",
+)
+
+
+def _long_named(record):
+    """Records of the battery's long names, one with an (eps, delta) claim whose delta has a
+    hyphen, as the index table of ``dpaudit suite`` shows them."""
+    claim = {**record["claim"], "table": {"kind": "approx_dp", "eps": 1.0, "delta": 1e-6}}
+    return [
+        {
+            **record,
+            "name": f"poisson-subsampled-gaussian-{i}",
+            "mechanism_name": name,
+            "claim": claim,
+        }
+        for i, name in enumerate(LONG_NAMES)
+    ]
+
+
+def test_table_cells_wrap_between_words_not_inside_them(violated_record):
+    """A long mechanism name may wrap after an opening parenthesis or a comma, an audit name
+    after a hyphen between letters, and nothing may break inside a number such as 1e-06: the
+    cells carry those break points and no style that breaks anywhere."""
+    page = render_html(_long_named(violated_record), [{}] * len(LONG_NAMES))
+    assert "PoissonSubsampled(<wbr>Gaussian(<wbr>sigma=0.8, sensitivity=1.0), rate=0.2)" in page
+    assert '<span class="nw">poisson-</span><wbr><span class="nw">subsampled-</span>' in page
+    assert '(1, <span class="nw">1e-06)-DP</span>' in page
+    style = re.search(r"<style>(.*)</style>", page, flags=re.DOTALL).group(1)
+    for selector, body in re.findall(r"([^{}]+)\{([^}]*)\}", style):
+        if "td" in selector:
+            assert "anywhere" not in body and "break-all" not in body, selector
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+#: Lists in ``data-split`` every word of a table cell that the page laid out over two lines.
+_SPLIT_WORDS = """<script>
+const split = [];
+for (const cell of document.querySelectorAll("td")) {
+  const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    for (const word of node.data.matchAll(/\\S+/g)) {
+      const range = document.createRange();
+      range.setStart(node, word.index);
+      range.setEnd(node, word.index + word[0].length);
+      const lines = new Set([...range.getClientRects()].map((r) => Math.round(r.top)));
+      if (lines.size > 1) split.push(word[0]);
+    }
+  }
+}
+document.body.dataset.split = JSON.stringify(split);
+</script>
+</body>"""
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not installed")
+@pytest.mark.parametrize("width", [1400, 1000])
+def test_no_word_of_a_table_cell_breaks_across_lines_in_chromium(tmp_path, violated_record, width):
+    """Laid out by a browser at report widths, no word of any table cell (the index and the
+    parameters of every audit) is split over two lines."""
+    records = _long_named(violated_record)
+    page = render_html(records, [{}] * len(records)).replace("</body>", _SPLIT_WORDS)
+    path = tmp_path / "index.html"
+    path.write_text(page, encoding="utf-8")
+    dom = subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            f"--window-size={width},2000",
+            "--dump-dom",
+            path.as_uri(),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    ).stdout
+    found = re.search(r'data-split="([^"]*)"', dom)
+    assert found is not None, dom[-2000:]
+    assert json.loads(html.unescape(found.group(1))) == []

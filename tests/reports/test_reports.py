@@ -359,7 +359,8 @@ def test_long_names_are_cut_in_the_summary_table(consistent: dict) -> None:
     page = render_html([record], [{}])
     index = page.split("<body>")[1].split("</table>")[0]
     assert long not in index.replace(f'title="{long}"', "")
-    assert f'<span title="{long}">{long[:89]}…</span>' in index
+    cut = re.search(rf'<span title="{re.escape(long)}">(.*?)…</span>', index)
+    assert cut is not None and re.sub(r"<[^>]+>", "", cut.group(1)) == long[:89]
     assert "n" * 120 in page.split("</table>", 1)[1]  # the section's heading
     assert "overflow-wrap: anywhere" in page
 
