@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from dpaudit.reports.tables import (
+    ATTACK_CONFIGURATION,
     bounds_table,
     format_cell,
     index_table,
@@ -69,6 +70,7 @@ figure img { max-width: 100%; height: auto; border: 1px solid var(--line); }
 .row figure { flex: 1 1 460px; }
 .params td:first-child { text-align: left; color: var(--muted); }
 .params td:last-child { text-align: left; font-family: ui-monospace, monospace; font-size: 0.8rem; }
+.params summary { cursor: pointer; color: var(--muted); font-family: system-ui, sans-serif; }
 footer { margin-top: 40px; color: var(--muted); font-size: 0.8rem; }
 """
 
@@ -156,6 +158,14 @@ def _img(png: bytes, alt: str) -> str:
     return f'<figure><img alt="{_esc(alt)}" src="data:image/png;base64,{data}"></figure>'
 
 
+def _parameter(key: str, value: str) -> str:
+    """A value of the parameters table; the attack's configuration folded away until asked
+    for, so that its settings do not crowd the rows around it."""
+    if key == ATTACK_CONFIGURATION:
+        return f"<details><summary>show all settings</summary>{_breakable(value)}</details>"
+    return _breakable(value)
+
+
 def _section(record: Mapping[str, Any], pngs: Mapping[str, bytes]) -> str:
     name = record.get("name", "audit")
     label = verdict_label(record)
@@ -176,7 +186,8 @@ def _section(record: Mapping[str, Any], pngs: Mapping[str, bytes]) -> str:
     parts.append(f'<p class="sub">{_esc(BOUNDS_TABLE_NOTE)}</p>')
     parts.append("<h3>Parameters</h3>")
     rows = "".join(
-        f"<tr><td>{_esc(k)}</td><td>{_breakable(v)}</td></tr>" for k, v in parameters_table(record)
+        f"<tr><td>{_esc(k)}</td><td>{_parameter(k, v)}</td></tr>"
+        for k, v in parameters_table(record)
     )
     parts.append(f'<div class="wide"><table class="params"><tbody>{rows}</tbody></table></div>')
     return "\n".join(parts)

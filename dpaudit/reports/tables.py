@@ -20,6 +20,7 @@ from dpaudit.audit.benchmark import summarize_benchmark
 from dpaudit.mechanisms.base import METHOD_KINDS, Mechanism
 from dpaudit.reports.records import as_record, from_json_value, optional_tightness
 from dpaudit.reports.text import (
+    attack_label,
     claim_label,
     format_delta,
     format_number,
@@ -28,6 +29,7 @@ from dpaudit.reports.text import (
 )
 
 __all__ = [
+    "ATTACK_CONFIGURATION",
     "bounds_table",
     "format_benchmark",
     "parameters_table",
@@ -122,6 +124,11 @@ def _pair_text(pair: Mapping[str, Any]) -> str:
     return text
 
 
+#: The row of :func:`parameters_table` that holds the attack's full configuration (its
+#: settings and what it learned), below the ``attack`` row that names it in a few words.
+ATTACK_CONFIGURATION = "attack configuration"
+
+
 def parameters_table(result: Any) -> list[tuple[str, str]]:
     """``(parameter, value)`` rows: what was audited, how, with which seed, and the versions."""
     record = as_record(result)
@@ -136,18 +143,14 @@ def parameters_table(result: Any) -> list[tuple[str, str]]:
     elif record.get("pair"):
         rows.append(("neighbouring pair", _pair_text(record["pair"])))
     if attack:
-        # The mechanism and the pair an attack was built on are shown on their own rows.
+        rows.append(("attack", attack_label(attack)))
+        # The mechanism and the pair an attack was built on are shown on their own rows; the
+        # sizes of given scores on the rows of counts below.
         params = {
             k: v for k, v in (attack.get("params") or {}).items() if k not in ("mechanism", "pair")
         }
-        rows.append(
-            (
-                "attack",
-                f"{attack.get('name')} {toml_inline(params)}"
-                if params
-                else str(attack.get("name")),
-            )
-        )
+        if params and not given:
+            rows.append((ATTACK_CONFIGURATION, toml_inline(params)))
     gdp = record.get("gdp_estimate") or {}
     if given:
         sizes = attack.get("params") or {}

@@ -20,6 +20,7 @@ __all__ = [
     "claim_label",
     "method_title",
     "level_per_test",
+    "attack_label",
 ]
 
 _TITLES = {
@@ -36,6 +37,27 @@ _TITLES = {
 def method_title(method: str) -> str:
     """Short title of a theory method (``pld`` -> ``PLD``)."""
     return _TITLES.get(method, method)
+
+
+#: What each attack class does, in a few words (its own short label names the variant).
+_ATTACK_WORDS = {
+    "LikelihoodRatio": "the exact likelihood ratio of the two output laws (Neyman–Pearson)",
+    "Threshold": "a threshold on the output, a coordinate of it or a projection",
+    "Learned": "a likelihood ratio learned from training outputs",
+    "DeltaLeak": "a learned score plus tests on exact output events",
+    "MembershipInference": "membership inference from the target's loss or confidence",
+    "Tracing": "correlation of the released mean with the target record",
+    "scores": "scores computed outside dpaudit",
+}
+
+
+def attack_label(attack: Mapping[str, Any]) -> str:
+    """The attack of a record (``record["attack"]``) in a few words: its short label and what
+    it does, e.g. ``Learned(histogram): a likelihood ratio learned from training outputs``.
+    Its configuration is left out; the parameters table shows it on a row of its own."""
+    name = str(attack.get("name"))
+    words = _ATTACK_WORDS.get(str(attack.get("class")))
+    return f"{name}: {words}" if words else name
 
 
 def format_number(value: Any, digits: int = 4) -> str:
