@@ -116,3 +116,21 @@ def test_every_public_module_is_in_the_api_reference():
         documented |= set(re.findall(r"^::: ([\w.]+)", page.read_text(encoding="utf-8"), re.M))
     missing = sorted(modules - documented - {"dpaudit"})
     assert not missing, f"add '::: <module>' to a page of docs/api/ for: {', '.join(missing)}"
+
+
+def _code_blocks(text: str) -> list[str]:
+    return [block.strip() for block in re.findall(r"```\w*\n(.*?)```", text, flags=re.DOTALL)]
+
+
+def test_the_docs_home_page_shows_the_readmes_install_and_quick_start():
+    """The documentation site opens with how to install and run dpaudit: the README's commands
+    (install and run the main job, install and run the tests) and its Python example, verbatim."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    home = (ROOT / "docs/index.md").read_text(encoding="utf-8")
+    two_commands = readme.split("## Two commands")[1].split("\n## ")[0]
+    in_python = readme.split("## In Python")[1].split("\n## ")[0]
+    wanted = _code_blocks(two_commands) + _code_blocks(in_python)[:1]
+    assert len(wanted) == 3
+    shown = _code_blocks(home)
+    for block in wanted:
+        assert block in shown, block
