@@ -292,6 +292,22 @@ def _profile_label(record: Mapping[str, Any]) -> str:
     return f"measured lower bound on δ(ε), each step alone at {shown}"
 
 
+def _label_bound(ax: Axes, eps: float, delta: float, text: str) -> None:
+    """Label a marked eps bound: left of its point, inside the shaded area, where the label
+    fits inside the axes; right of it otherwise (a bound near eps = 0)."""
+    style = {
+        "textcoords": "offset points",
+        "fontsize": 7.5,
+        "color": MEASURED_COLOR,
+        "bbox": {"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85},
+    }
+    label = ax.annotate(text, (eps, delta), xytext=(-6, 5), ha="right", **style)
+    # A margin for the axes' final width, which the figure's layout sets when it is drawn.
+    if label.get_window_extent().x0 < ax.bbox.x0 + 0.02 * ax.bbox.width:
+        label.remove()
+        ax.annotate(text, (eps, delta), xytext=(6, 5), ha="left", **style)
+
+
 def plot_privacy_profile(result: Any, ax: Axes | None = None, *, legend: bool = True) -> Axes:
     """Draw the delta(eps) plane of an audit on ``ax`` and return it.
 
@@ -355,11 +371,10 @@ def plot_privacy_profile(result: Any, ax: Axes | None = None, *, legend: bool = 
             )
             eps_max = max(eps_max, float(e.max()) * 1.1)
 
+    bounds = []
     for key, value in (record.get("epsilon_lower_bounds") or {}).items():
         delta, eps = float(key), from_json_value(value)
         if delta > 0 and eps is not None and eps > 0:
-            # The label goes to the side of the point with room for it inside the axes.
-            left = eps > 0.5 * eps_max
             ax.plot(
                 [eps],
                 [delta],
@@ -370,20 +385,13 @@ def plot_privacy_profile(result: Any, ax: Axes | None = None, *, legend: bool = 
                 linestyle="none",
                 zorder=5,
             )
-            ax.annotate(
-                f"ε ≥ {format_number(eps, 3)} at δ = {format_delta(key)}",
-                (eps, delta),
-                textcoords="offset points",
-                xytext=(-6, 5) if left else (6, 5),
-                ha="right" if left else "left",
-                fontsize=7.5,
-                color=MEASURED_COLOR,
-                bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85},
-            )
+            bounds.append((eps, delta, f"ε ≥ {format_number(eps, 3)} at δ = {format_delta(key)}"))
 
     ax.set_yscale("log")
     ax.set_xlim(0.0, eps_max)
     ax.set_ylim(lowest, 1.5)
+    for eps, delta, text in bounds:
+        _label_bound(ax, eps, delta, text)
     ax.set_xlabel("ε")
     ax.set_ylabel("δ(ε) (log)")
     _finish_axes(ax, "Privacy profile δ(ε)", legend)
@@ -472,12 +480,11 @@ def _legend_below(fig: Figure, ax: Axes, ncols: int) -> None:
     width holds, so that no entry runs off the figure."""
     handles, labels = ax.get_legend_handles_labels()
     labels = ["\n".join(textwrap.wrap(label, LEGEND_WRAP)) for label in labels]
-    renderer = fig.canvas.get_renderer()
     for n in range(ncols, 0, -1):
         legend = fig.legend(
             handles, labels, loc="outside lower center", ncols=n, fontsize=8, frameon=False
         )
-        if n == 1 or legend.get_window_extent(renderer).width <= 0.98 * fig.bbox.width:
+        if n == 1 or legend.get_window_extent().width <= 0.98 * fig.bbox.width:
             return
         legend.remove()
 

@@ -114,7 +114,7 @@ def _scores_record():
 @pytest.mark.parametrize("which", ["violated", "scores"])
 def test_no_legend_or_label_runs_off_a_figure(violated_record, which):
     """Every legend, label and annotation of every figure of a report lies inside the figure
-    (a PNG shows nothing beyond its edges)."""
+    (a PNG shows nothing beyond its edges), and the label of a marked bound inside its axes."""
     from dpaudit.reports.figures import audit_figures, plot_privacy_profile
 
     record = violated_record if which == "violated" else _scores_record()
@@ -127,6 +127,13 @@ def test_no_legend_or_label_runs_off_a_figure(violated_record, which):
         box = fig.get_tightbbox(renderer)
         assert box.x0 >= -0.01 and box.y0 >= -0.01, (key, box)
         assert box.x1 <= width + 0.01 and box.y1 <= height + 0.01, (key, box, width, height)
+        for ax in fig.axes:  # a label of a point stays inside its axes, off the tick labels
+            for text in ax.texts:
+                extent = text.get_window_extent(renderer)
+                assert ax.bbox.contains(*extent.min) and ax.bbox.contains(*extent.max), (
+                    key,
+                    text.get_text(),
+                )
         legends = fig.legends + [ax.get_legend() for ax in fig.axes if ax.get_legend()]
         assert legends, key
         for legend in legends:
