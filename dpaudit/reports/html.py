@@ -94,10 +94,14 @@ def _verdict_of(label: Any) -> str:
     return "consistent" if label == NO_CLAIM else str(label)
 
 
-#: Where a line may break inside a cell besides at spaces: after a comma, after an opening
-#: parenthesis, a slash or a colon before a letter, and after ``.`` or ``-`` between two letters
-#: (``poisson-subsampled-gaussian``, ``dpaudit.mechanisms``; not ``1e-06`` or ``0.5``).
-_BREAK_AFTER = re.compile(r"(?<=,)(?=\S)|(?<=[(/:])(?=[A-Za-z])|(?<=[A-Za-z][-.])(?=[A-Za-z])")
+#: Where a line may break inside a cell besides at spaces: after a comma; after an opening
+#: parenthesis, a slash or a colon before a letter; after ``-`` between two letters
+#: (``poisson-subsampled-gaussian``, not ``1e-06``); and after the dots of a dotted path before
+#: its last name (``dpaudit.mechanisms.adapters:``, not ``scores.csv`` or ``0.5``).
+_BREAK_AFTER = re.compile(
+    r"(?<=,)(?=\S)|(?<=[(/:])(?=[A-Za-z])|(?<=[A-Za-z]-)(?=[A-Za-z])"
+    r"|(?<=[A-Za-z]\.)(?=[A-Za-z]\w*[.:(])"
+)
 
 
 def _breakable(text: str) -> str:

@@ -76,13 +76,18 @@ def _long_named(record):
 
 
 def test_table_cells_wrap_between_words_not_inside_them(violated_record):
-    """A long mechanism name may wrap after an opening parenthesis or a comma, an audit name
-    after a hyphen between letters, and nothing may break inside a number such as 1e-06: the
-    cells carry those break points and no style that breaks anywhere."""
+    """A long mechanism name may wrap after an opening parenthesis, a comma or the dots of a
+    dotted path, an audit name after a hyphen between letters, and nothing may break inside a
+    number such as 1e-06 or a file name such as scores.csv: the cells carry those break points
+    and no style that breaks anywhere."""
     page = render_html(_long_named(violated_record), [{}] * len(LONG_NAMES))
     assert "PoissonSubsampled(<wbr>Gaussian(<wbr>sigma=0.8, sensitivity=1.0), rate=0.2)" in page
     assert '<span class="nw">poisson-</span><wbr><span class="nw">subsampled-</span>' in page
     assert '(1, <span class="nw">1e-06)-DP</span>' in page
+    assert "dpaudit.<wbr>mechanisms.<wbr>adapters:<wbr>diffprivlib_release(<wbr>" in page
+    assert "scores: scores.csv" in render_html(
+        [{**violated_record, "name": "scores: scores.csv"}], [{}]
+    )
     style = re.search(r"<style>(.*)</style>", page, flags=re.DOTALL).group(1)
     for selector, body in re.findall(r"([^{}]+)\{([^}]*)\}", style):
         if "td" in selector:
