@@ -34,6 +34,10 @@ MIN_SCORES = 4
 #: A one-run audit needs this many canaries (rows).
 MIN_CANARIES = 2
 
+#: Scores with at most this many distinct values (and no ``--threshold``) get a note that
+#: thresholds declared between known values would certify more.
+FEW_VALUES = 16
+
 #: Widest range of finite scores: the score grid adds half the range on each side, and its
 #: width must stay a finite float.
 MAX_SPREAD = float(np.finfo(float).max) / 4
@@ -267,6 +271,13 @@ def run(args: argparse.Namespace) -> list[tuple[str, str, str]]:
             f"ceiling for this n: mu {record['mu_ceiling']:.4g}); "
             f"report: {args.output / 'index.html'}"
         )
+        values = np.unique(scores).size
+        if args.threshold is None and values <= FEW_VALUES:
+            print(
+                f"note: the scores take only {values} distinct values; if these were known "
+                "before the scores were drawn, thresholds declared between them (--threshold) "
+                "use every score and certify more"
+            )
     if claim is None:
         return []
     return [(f"scores: {args.file.name}: {args.claim_mu:g}-GDP", record["verdict"], "consistent")]

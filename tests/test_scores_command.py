@@ -94,7 +94,8 @@ def test_one_run_claim_mu_is_refuted_and_announced(tmp_path, capsys):
 
 def test_declared_threshold_on_the_command_line(tmp_path, capsys):
     """--threshold fixes the test in advance: the line reads the same eps as audit_scores with
-    thresholds; with --one-run it is refused in one line before anything is written."""
+    thresholds; without it, two-valued scores get a note pointing to it; with --one-run it is
+    refused in one line before anything is written."""
     from dpaudit.audit.scores import audit_scores
 
     rng = np.random.default_rng(2)
@@ -108,7 +109,11 @@ def test_declared_threshold_on_the_command_line(tmp_path, capsys):
     record = json.loads((tmp_path / "r" / "results.json").read_text())["audits"][0]
     each = dataclasses.replace(declared, confidence=record["family"]["confidence_per_test"])
     assert record["epsilon_lower_bounds"]["1e-05"] == each.epsilon_lower_bound(1e-5) > 0
-    assert f"eps >= {each.epsilon_lower_bound(1e-5):.4g}" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"eps >= {each.epsilon_lower_bound(1e-5):.4g}" in out
+    assert "distinct values" not in out
+    assert main(["scores", str(tmp_path / "b.csv"), "-o", str(tmp_path / "u")]) == 0
+    assert "only 2 distinct values" in capsys.readouterr().out
     argv = ["scores", str(tmp_path / "b.csv"), "--one-run", "--threshold", "0.5"]
     assert main([*argv, "-o", str(tmp_path / "o")]) == 1
     err = capsys.readouterr().err.strip()
