@@ -125,19 +125,23 @@ def _one_run_cell(jp: ModuleType, m: int, mu: float, seed: int) -> dict[str, flo
 
 
 def _header(names: list[str], ratio: dict[str, tuple[str, tuple[str, ...]]]) -> None:
-    print("| cell | " + " | ".join(names + list(ratio)) + " |")
-    print("|---|" + "---|" * (len(names) + len(ratio)), flush=True)
+    zeros = [f"seeds {name.split(' / ')[0]} = 0 < peers" for name in ratio]
+    print("| cell | " + " | ".join(names + list(ratio) + zeros) + " |")
+    print("|---|" + "---|" * (len(names) + 2 * len(ratio)), flush=True)
 
 
 def _row(cell: str, results: list[dict[str, float]], ratio: dict) -> None:
-    """One table row: the mean of each column and, per ratio, ``mine / max(peers)``."""
+    """One table row: the mean of each column; per ratio, ``mine / max(peers)``; and per ratio,
+    the number of seeds where ``mine`` certified nothing while one of ``peers`` did."""
     mean = {k: float(np.mean([r[k] for r in results])) for k in results[0]}
-    ratios = []
+    ratios, zeros = [], []
     for mine, peers in ratio.values():
         best = max(mean[p] for p in peers)
         ratios.append(f"{mean[mine] / best:.3f}" if best > 0 and np.isfinite(mean[mine]) else "-")
+        missed = sum(r[mine] <= 0.0 and max(r[p] for p in peers) > 0.0 for r in results)
+        zeros.append(str(missed) if np.isfinite(mean[mine]) else "-")
     values = [f"{v:.3f}" if np.isfinite(v) else "-" for v in mean.values()]
-    print(f"| {cell} | " + " | ".join(values + ratios) + " |", flush=True)
+    print(f"| {cell} | " + " | ".join(values + ratios + zeros) + " |", flush=True)
 
 
 def main() -> None:
@@ -152,10 +156,6 @@ def main() -> None:
     parser.add_argument("--n-jobs", type=int, default=-1, help="workers (joblib convention)")
     args = parser.parse_args()
     jp = _load(args.jax_privacy_module)
-    if jp is None:
-        print("skipped: jax-privacy is not installed (pip install jax-privacy, or give its")
-        print("auditing.py with --jax-privacy-module)")
-        return
     if jp is None:
         print("skipped: jax-privacy is not installed (pip install jax-privacy, or give its")
         print("auditing.py with --jax-privacy-module)")
