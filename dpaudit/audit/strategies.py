@@ -103,6 +103,7 @@ __all__ = [
     "CANDIDATES_PER_SIDE",
     "default_selection_trials",
     "predicted_upper",
+    "PREDICTION_POINTS",
     "holdout_choice",
     "choose_threshold",
     "HOLDOUT_RESERVE",
@@ -152,6 +153,9 @@ SMALL_CANDIDATES_PER_SIDE = 4
 #: rest); measured by ``bench/bench_peers.py``.
 BAND_SHARE = 0.25
 
+#: :func:`predicted_upper` is exact at up to this many distinct selection counts.
+PREDICTION_POINTS = 2048
+
 #: Counts up to this one are each an index of the band; above it the indices grow geometrically.
 BAND_EXACT_COUNTS = 8
 
@@ -194,8 +198,9 @@ def band_upper(k: np.ndarray, n: int, gamma: float) -> np.ndarray:
     correction.
     """
     grid = band_counts(n)
-    c = grid[np.searchsorted(grid, np.asarray(k), side="left")]
-    return clopper_pearson_upper(c, n, gamma / grid.size)
+    return clopper_pearson_upper(grid, n, gamma / grid.size)[
+        np.searchsorted(grid, np.asarray(k), side="left")
+    ]
 
 
 def default_selection_trials(trials: int) -> int:
@@ -212,12 +217,25 @@ def predicted_upper(
     pessimism: float = HOLDOUT_PESSIMISM[0],
 ) -> np.ndarray:
     """The Clopper-Pearson upper bound an evaluation of ``n_evaluation`` trials would report if
-    its rate were the selection's pessimistic estimate (its upper bound at ``1 - pessimism``)."""
+    its rate were the selection's pessimistic estimate (its upper bound at ``1 - pessimism``).
+
+    Exact at up to :data:`PREDICTION_POINTS` distinct counts; with more, exact at that many
+    (geometrically spaced from both ends of the sorted counts, so every small count and every
+    count near ``n_selection`` is among them) and linear in between. The prediction only ranks
+    thresholds, on selection counts; no bound is read from it.
+    """
     k = np.asarray(k_selection)
     values, inverse = np.unique(k, return_inverse=True)
-    rate = clopper_pearson_upper(values, n_selection, pessimism)
+    at = values
+    if values.size > PREDICTION_POINTS:
+        steps = np.geomspace(1, values.size, PREDICTION_POINTS // 2).astype(np.int64)
+        at = values[np.unique(np.concatenate([steps - 1, values.size - steps]))]
+    rate = clopper_pearson_upper(at, n_selection, pessimism)
     expected = np.minimum(rate * n_evaluation, n_evaluation)
-    return clopper_pearson_upper(expected, n_evaluation, gamma_each)[inverse]
+    predicted = clopper_pearson_upper(expected, n_evaluation, gamma_each)
+    if at is not values:
+        predicted = np.interp(values, at, predicted)
+    return predicted[inverse]
 
 
 def bonferroni_candidates(

@@ -27,6 +27,7 @@ from dpaudit.audit.lower_bounds import epsilon_from_errors, mu_from_errors
 from dpaudit.audit.strategies import (
     HOLDOUT_PESSIMISM,
     HOLDOUT_RESERVE,
+    PREDICTION_POINTS,
     RESERVE_SELECTION,
     SMALL_CANDIDATES_PER_SIDE,
     bonferroni_candidates,
@@ -338,3 +339,25 @@ def test_default_n_jobs_gives_identical_counts(monkeypatch):
     for r in results[1:]:
         assert np.array_equal(r.counts, results[0].counts)
         assert np.array_equal(r.selection_counts, results[0].selection_counts)
+
+
+def test_prediction_is_exact_at_few_counts_and_interpolated_between_many():
+    """predicted_upper: with at most PREDICTION_POINTS distinct counts, the Clopper-Pearson bound
+    of the pessimistic rate scaled to the evaluation size, exactly; with more, exact at every
+    small count and every count near n (where eps thresholds live), non-decreasing, and within
+    1e-3 (relative) of the exact value elsewhere, which only ranks thresholds."""
+    n_sel, n_eval, g, p = 50_000, 150_000, 0.01, 1e-3
+
+    def exact(k):
+        rate = clopper_pearson_upper(k, n_sel, p)
+        return clopper_pearson_upper(np.minimum(rate * n_eval, n_eval), n_eval, g)
+
+    few = np.array([0, 3, 3, 70, 49_999])
+    np.testing.assert_array_equal(predicted_upper(few, n_sel, n_eval, g, p), exact(few))
+    every = np.arange(n_sel + 1)
+    assert every.size > PREDICTION_POINTS
+    got, want = predicted_upper(every, n_sel, n_eval, g, p), exact(every)
+    ends = np.r_[0:64, n_sel - 64 : n_sel + 1]
+    np.testing.assert_array_equal(got[ends], want[ends])
+    assert (np.diff(got) >= 0).all()
+    np.testing.assert_allclose(got, want, rtol=1e-3)
