@@ -13,6 +13,7 @@ from dpaudit.audit.one_run import (
     AUTO_SPLIT_FROM,
     DESIGN_CHECK_LEVEL,
     GUESS_GRID_SIZE,
+    SPLIT_PESSIMISM,
     OneRunResult,
     audit_one_run,
     check_design,
@@ -281,6 +282,34 @@ def test_split_choice_does_not_see_the_evaluation_half():
     assert a.counts != b.counts and b.bound > a.bound
 
 
+def test_split_ranks_a_familys_guesses_pessimistically_and_steinkes_at_gamma():
+    """The selection half ranks the GDP family's candidates by their mu bound at
+    SPLIT_PESSIMISM * gamma, and Steinke's by its eps bound at gamma: the chosen guesses are the
+    ones _split_choice returns with exactly those levels."""
+    from dpaudit.audit.one_run import _split_choice
+
+    s, z = simulate_one_run(20_000, 0.5, seed=3)
+    sel, tested = split_canaries(s.size, 0)
+    scale = tested.size / sel.size
+    gamma = 0.05
+    rankings = {
+        "gdp": lambda m, k, c: fdp_mu(m, k, c, SPLIT_PESSIMISM * gamma, refinements=1),
+        "steinke": lambda m, k, c: steinke_epsilon(m, k, c, 1e-5, gamma, iterations=8),
+    }
+    for name, ranking in rankings.items():
+        kwargs = {"family": "gdp"} if name == "gdp" else {"method": "steinke"}
+        result = audit_one_run(s, z, strategy="split", **kwargs)
+        k_in, k_out = _split_choice(s[sel], z[sel], "both", 0, ranking)
+        assert (result.guesses_in, result.guesses_out) == (
+            round(k_in * scale),
+            round(k_out * scale),
+        )
+    unranked = _split_choice(
+        s[sel], z[sel], "both", 0, lambda m, k, c: fdp_mu(m, k, c, gamma, refinements=1)
+    )
+    assert unranked != _split_choice(s[sel], z[sel], "both", 0, rankings["gdp"])
+
+
 def test_two_sided_guesses_are_symmetric():
     """Both orders of the pair: negating the scores and flipping membership swaps the "in" and
     "out" guesses and leaves an even split's count and bounds unchanged."""
@@ -518,13 +547,13 @@ _SIZES_CASES = [
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("m", [100, 10_000])
+@pytest.mark.parametrize("m", [100, 10_000, 100_000])
 @pytest.mark.parametrize(("mechanism", "method", "family"), _SIZES_CASES)
 def test_coverage_at_both_ends_of_the_canary_range(mechanism, method, family, m):
-    """200 seeds a cell, default strategy, at 100 and 10,000 canaries: the eps bound exceeds
-    the true eps(1e-5) of the mechanism on at most 18 seeds (more has probability below 1% under
-    Binomial(200, 0.05), the false-failure probability); on the Gaussian (true mu = 1) the mu
-    bound too. The GDP family is tested on the Gaussian only, the one mechanism here it
+    """200 seeds a cell, default strategy, at 100, 10,000 and 100,000 canaries: the eps bound
+    exceeds the true eps(1e-5) of the mechanism on at most 18 seeds (more has probability below
+    1% under Binomial(200, 0.05), the false-failure probability); on the Gaussian (true mu = 1)
+    the mu bound too. The GDP family is tested on the Gaussian only, the one mechanism here it
     describes. The twins of these assertions (the point estimate in place of the bound) are
     test_point_estimate_exceeds_truth and test_coverage_assertion_fails_for_the_point_estimate."""
     from dpaudit.mechanisms import Gaussian
