@@ -152,38 +152,55 @@ def test_declared_thresholds_bad_input(kwargs, word):
 
 def _true_eps(law: str) -> float:
     """eps(1e-5) of the score laws below: the Gaussian's exact curve; Laplace and randomized
-    response are pure 1-DP, so their eps(delta) is at most 1."""
+    response are pure 1-DP, so their eps(delta) is at most 1; the subsampled Gaussian's from its
+    exact privacy-loss distribution."""
+    if law == "subsampled_gaussian":
+        from dpaudit.mechanisms import Gaussian
+        from dpaudit.mechanisms.subsampled import PoissonSubsampled
+
+        return float(PoissonSubsampled(Gaussian(0.5), 0.2).epsilon(1e-5))
     return float(gdp_epsilon(1e-5, 1.0)) if law == "gaussian" else 1.0
 
 
 def _draw(law: str, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Scores of ``n`` models per side; for the subsampled Gaussian (noise 0.5, rate 0.2), the
+    member enters a model's run with probability 0.2 and then shifts its score by 1 / 0.5."""
     if law == "gaussian":
         return rng.standard_normal(n), rng.standard_normal(n) + 1.0
     if law == "laplace":
         return rng.laplace(0.0, 1.0, n), rng.laplace(1.0, 1.0, n)
+    if law == "subsampled_gaussian":
+        used = rng.random(n) < 0.2
+        return rng.standard_normal(n), rng.standard_normal(n) + 2.0 * used
     p = np.e / (1 + np.e)
     return (rng.random(n) > p).astype(float), (rng.random(n) < p).astype(float)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("law", ["gaussian", "laplace", "randomized_response"])
-@pytest.mark.parametrize("n", [100, 1000])
+@pytest.mark.parametrize(
+    "law", ["gaussian", "laplace", "randomized_response", "subsampled_gaussian"]
+)
+@pytest.mark.parametrize("n", [100, 1000, 10_000, 100_000])
 def test_default_eps_coverage_and_its_point_estimate_twin(law, n):
-    """200 seeds a cell; the default's eps(1e-5) bound exceeds the truth in at most 5% of the
-    seeds with 95% confidence: the Clopper-Pearson upper bound (at 99%) of the exceedance rate
-    must not be far above 5%; we assert at most 15 of 200 exceedances
-    (P[Binomial(200, 0.05) > 15] = 0.04 is the false-failure probability at a true rate of 5%,
-    far less at the conservative rates these bounds have). Twin: the same witness read at its
-    point estimates (alpha, beta) instead of its upper bounds exceeds the truth far more often
-    for the two laws whose bound is tight enough (Laplace and randomized response at n = 1000,
-    where the best threshold's ratio is the truth itself)."""
+    """200 seeds a cell; the default's eps(1e-5) bound (and, on the Gaussian, its mu bound)
+    exceeds the truth in at most 5% of the seeds with 95% confidence: the Clopper-Pearson upper
+    bound (at 99%) of the exceedance rate must not be far above 5%; we assert at most 15 of 200
+    exceedances (P[Binomial(200, 0.05) > 15] = 0.04 is the false-failure probability at a true
+    rate of 5%, far less at the conservative rates these bounds have). Twin: the same witness
+    read at its point estimates (alpha, beta) instead of its upper bounds exceeds the truth far
+    more often for the two laws whose bound is tight enough (Laplace and randomized response
+    from n = 1000 on, where the best threshold's ratio is the truth itself)."""
     truth = _true_eps(law)
-    bounds, points = [], []
+    bounds, points, mus = [], [], []
     for seed in range(200):
         s0, s1 = _draw(law, n, np.random.default_rng(10_000 + seed))
-        w = audit_scores(s0, s1, seed=seed).epsilon_witness(1e-5)
+        result = audit_scores(s0, s1, seed=seed)
+        w = result.epsilon_witness(1e-5)
         bounds.append(w["epsilon"])
         points.append(float(epsilon_from_errors(w["alpha"], w["beta"], 1e-5)))
+        if law == "gaussian":
+            mus.append(result.mu_lower_bound())
     assert sum(b > truth + 1e-9 for b in bounds) <= 15
-    if law != "gaussian" and n == 1000:
+    assert sum(m > 1.0 + 1e-9 for m in mus) <= 15
+    if law in ("laplace", "randomized_response") and n >= 1000:
         assert sum(p > truth + 1e-9 for p in points) > 15
