@@ -385,7 +385,8 @@ def plot_privacy_profile(result: Any, ax: Axes | None = None, *, legend: bool = 
                 linestyle="none",
                 zorder=5,
             )
-            bounds.append((eps, delta, f"ε ≥ {format_number(eps, 3)} at δ = {format_delta(key)}"))
+            text = f"ε ≥ {format_number(eps, 3, rounding='down')} at δ = {format_delta(key)}"
+            bounds.append((eps, delta, text))
 
     ax.set_yscale("log")
     ax.set_xlim(0.0, eps_max)

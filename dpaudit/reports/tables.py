@@ -36,6 +36,7 @@ __all__ = [
     "index_table",
     "theory_table",
     "method_title",
+    "BOUND_COLUMNS",
     "format_cell",
     "format_frame",
     "toml_inline",
@@ -215,12 +216,29 @@ def index_table(results: Sequence[Any]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+#: Columns of the report tables that hold bounds, and the side their cells round to
+#: (:func:`~dpaudit.reports.text.format_number`): a lower bound down, an upper bound up, so that
+#: no cell claims more than the audit showed. Every other number rounds to the nearest.
+BOUND_COLUMNS = {
+    "lower bound": "down",
+    "ε lower bound": "down",
+    "μ lower bound": "down",
+    "lower": "down",
+    "true delta >=": "down",
+    "ratio": "down",
+    "eps understated by": "down",
+    "upper": "up",
+    "p-value": "up",
+}
+
+
 def format_cell(column: str, value: Any) -> str:
-    """A cell of a table for display."""
+    """A cell of a table for display (:data:`BOUND_COLUMNS` round towards their safe side)."""
     if column in ("delta", "δ"):
         return format_delta(value)
     if isinstance(value, float | np.floating):
-        return format_number(None if np.isnan(value) else float(value))
+        rounding = BOUND_COLUMNS.get(column, "nearest")
+        return format_number(None if np.isnan(value) else float(value), rounding=rounding)
     return "—" if value is None else str(value)
 
 

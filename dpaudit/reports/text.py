@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from dpaudit._core.numbers import format_number, format_probability
 from dpaudit.reports.records import from_json_value
 
 __all__ = [
@@ -58,27 +58,6 @@ def attack_label(attack: Mapping[str, Any]) -> str:
     name = str(attack.get("name"))
     words = _ATTACK_WORDS.get(str(attack.get("class")))
     return f"{name}: {words}" if words else name
-
-
-def format_number(value: Any, digits: int = 4) -> str:
-    """``value`` with ``digits`` significant digits; ``None`` as an em dash, infinity as ``∞``."""
-    if value is None:
-        return "—"
-    x = from_json_value(value)
-    if math.isnan(x):
-        return "nan"
-    if math.isinf(x):
-        return "∞" if x > 0 else "−∞"
-    return f"{x:.{digits}g}"
-
-
-def format_probability(value: Any) -> str:
-    """A probability: like :func:`format_number`, but a value just below 1 keeps two significant
-    digits of its distance to 1 (``0.9999748``, not ``1``)."""
-    x = from_json_value(value)
-    if x is not None and 0.99 < x < 1.0:
-        return f"{x:.{math.ceil(-math.log10(1.0 - x)) + 2}f}"
-    return format_number(value)
 
 
 def format_delta(key: str | float) -> str:
@@ -138,7 +117,8 @@ def _first_delta_summary(record: Mapping[str, Any]) -> str:
     if not bounds:
         return ""
     key = next(iter(bounds))
-    text = f"the measured ε lower bound at δ = {format_delta(key)} is {format_number(bounds[key])}"
+    lower = format_number(bounds[key], rounding="down")
+    text = f"the measured ε lower bound at δ = {format_delta(key)} is {lower}"
     claim = record.get("claim") or {}
     claimed = (claim.get("epsilon") or {}).get(key)
     if claimed is not None:
@@ -189,7 +169,8 @@ def verdict_sentence(record: Mapping[str, Any]) -> str:
         test = "a test"
         if witness.get("threshold") is not None:
             test += f" (score threshold {format_number(witness['threshold'])})"
-        a_text, b_text = format_probability(a_up), format_probability(b_up)
+        a_text = format_probability(a_up, rounding="up")
+        b_text = format_probability(b_up, rounding="up")
         if witness.get("order") == "d_prime_d":
             detail = (
                 f"with the roles of D and D′ swapped, {test} has type I error ≤ {b_text} "

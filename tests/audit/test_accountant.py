@@ -512,3 +512,53 @@ def test_report_directory_and_figure(tmp_path):
     document = json.loads((out / "results.json").read_text())
     assert document["accountant_audits"][0]["claims"]["wrong"]["status"] == "violated"
     assert "wrong" in (out / "index.html").read_text()
+
+
+# ------------------------------------------------------------------------------ printed results
+def test_a_lower_bound_near_one_is_printed_rounded_down():
+    """A lower bound of 0.99987 is printed as 0.9998, never as 0.9999 or 1."""
+    result = audit_accountant(
+        M.Gaussian(0.1), {"zero": lambda e: np.zeros_like(e)}, trials=100_000, epsilons=[0.0]
+    )
+    assert 0.99985 < result.delta.lower[0] < 0.9999  # 0.9999 to the nearest, 1 to three figures
+    sentence = result.summary()
+    assert "the true delta is at least 0.9998 " in sentence and "at least 1 " not in sentence
+    assert "true delta >=" in str(result) and " 0.9998 " in str(result)
+
+
+def test_a_refuted_claim_is_printed_below_the_bound_that_refutes_it():
+    """A claim just below the lower bound: both get the digits that keep them apart, the claim
+    rounded up and the bound rounded down."""
+    result = audit_accountant(M.Gaussian(1.0), gdp(1.0), trials=20_000, seed=0, epsilons=[1.0])
+    lower = float(result.delta.lower[0])
+    claimed = lower * (1 - 3e-5)
+    check = result.check(lambda e: np.full_like(e, claimed), name="close")
+    assert check.is_violated
+    sentence = result.summary()
+    shown_claim = float(sentence.split("claims delta = ")[1].split(",")[0])
+    shown_lower = float(sentence.split("at least ")[1].split(" ")[0])
+    assert claimed <= shown_claim < shown_lower <= lower
+
+
+def test_a_result_prints_as_a_table_and_its_parts_without_arrays():
+    result = audit_accountant(
+        M.Laplace(1.0),
+        {"right": laplace_curve(1.0), "wrong": gdp(0.5), "unavailable": "opacus:rdp"},
+        trials=5_000,
+        seed=0,
+        epsilons=[0.5, 1.0],
+    )
+    texts = [str(result), repr(result), repr(result.claims), repr(result.delta)]
+    assert not any("array(" in t or "nan" in t for t in texts)
+    lines = str(result).splitlines()
+    assert lines[0] == "Accountant audit of Laplace(scale=1.0, sensitivity=1.0)"
+    assert lines[1].startswith("5,000 privacy-loss samples per order, seed 0, ")
+    header = ["eps", "true", "delta", ">=", "true", "delta", "<=", "right", "wrong"]
+    assert lines[2].split() == header
+    assert lines[3].split()[0] == "0.5" and "*" in lines[3] + lines[4]
+    assert lines[-2].startswith("wrong: VIOLATED at eps = ")
+    assert lines[-1].startswith("unavailable: ")  # not installed, or unsupported: no values
+    wrong = result.claims["wrong"]
+    assert repr(wrong) == f"<ClaimCheck wrong: violated at {wrong.violated.sum()} of 2 eps>"
+    assert repr(result.claims["right"]) == "<ClaimCheck right: consistent>"
+    assert repr(result.delta).startswith("<DeltaBounds at 2 eps: lower [")

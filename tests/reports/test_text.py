@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import math
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpaudit.reports.tables import format_cell
 from dpaudit.reports.text import format_delta, format_number, format_probability, verdict_sentence
 
 
@@ -40,3 +45,46 @@ def test_report_summary_says_whether_every_verdict_is_as_expected():
         "2 audits, 1 violated; all verdicts as expected"
     )
     assert report_summary([fine, surprise]) == "2 audits, 1 violated; 1 not as expected"
+
+
+# --- bounds round towards the side on which they hold ---------------------------------------------
+def test_a_lower_bound_is_never_printed_rounded_up():
+    assert format_number(0.99983, rounding="down") == "0.9998"
+    assert format_number(0.99996, rounding="down") == "0.9999"  # nearest would be "1"
+    assert format_number(0.99983, 3, rounding="down") == "0.999"
+    assert format_number(9.99996, rounding="down") == "9.999"
+    assert format_number(1.23456e-7, rounding="down") == "1.234e-07"
+    assert format_number(0.99983, rounding="up") == "0.9999"
+    assert format_number(9.99996, rounding="up") == "10"
+    assert format_number(-0.99983, rounding="down") == "-0.9999"
+    assert format_number(0.0, rounding="up") == "0" and format_number(2.0, rounding="down") == "2"
+    assert format_probability(0.99997481, rounding="up") == "0.9999749"
+    assert format_probability(0.99997489, rounding="down") == "0.9999748"
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.floats(-1e300, 1e300, allow_nan=False, allow_infinity=False, allow_subnormal=False),
+    st.integers(min_value=1, max_value=8),
+)
+def test_directed_rounding_brackets_the_value_within_one_unit(x, digits):
+    low = float(format_number(x, digits, rounding="down"))
+    high = float(format_number(x, digits, rounding="up"))
+    nearest = float(format_number(x, digits))
+    assert low <= x <= high
+    assert nearest in (low, high)
+    unit = 10.0 ** (math.floor(math.log10(abs(x))) - digits + 1) if x else 0.0
+    assert high - low <= 1.0000001 * unit
+
+
+def test_report_cells_of_bounds_round_to_their_safe_side():
+    assert format_cell("lower", 0.99996) == "0.9999"
+    assert format_cell("true delta >=", 0.99996) == "0.9999"
+    assert format_cell("ε lower bound", 2.99996) == "2.999"
+    assert format_cell("upper", 0.0012341) == "0.001235"
+    assert format_cell("delta (estimate)", 0.99996) == "1"
+
+
+def test_rounding_must_be_named():
+    with pytest.raises(ValueError, match="rounding must be one of"):
+        format_number(1.0, rounding="floor")

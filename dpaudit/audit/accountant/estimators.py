@@ -13,6 +13,7 @@ import numpy as np
 from scipy import special
 
 from dpaudit._core.jsonvalues import to_json_value
+from dpaudit._core.numbers import format_number
 from dpaudit._core.streams import chunk_generator
 from dpaudit.audit.confidence import (
     clopper_pearson_lower,
@@ -329,6 +330,11 @@ class DeltaBounds:
             "lower_source": list(self.lower_source),
             "upper_source": list(self.upper_source),
         }
+
+    def __repr__(self) -> str:
+        lower = ", ".join(format_number(x, rounding="down") for x in self.lower)
+        upper = ", ".join(format_number(x, rounding="up") for x in self.upper)
+        return f"<DeltaBounds at {self.lower.size} eps: lower [{lower}], upper [{upper}]>"
 
 
 def _combine_estimators(per: Mapping[str, tuple[np.ndarray, ...]]) -> DeltaBounds:

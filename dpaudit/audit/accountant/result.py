@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from dpaudit._core.jsonvalues import to_json_value
+from dpaudit._core.numbers import format_number
 from dpaudit._core.validation import check_array_in_unit_interval
 from dpaudit.accountants.convert import as_claim
 from dpaudit.accountants.libraries import AccountantUnavailable
@@ -68,6 +69,12 @@ class ClaimCheck:
             return None
         p = np.where(self.violated, self.p_value, np.inf)
         return int(np.argmin(p))
+
+    def __repr__(self) -> str:
+        status = self.status
+        if self.is_violated:
+            status += f" at {int(self.violated.sum())} of {self.violated.size} eps"
+        return f"<ClaimCheck {self.name}: {status}>"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summary and per-``eps`` values."""
@@ -253,6 +260,44 @@ class AccountantAudit:
             lines.append(f"{check.name}: {_verdict_sentence(check, self)}")
         return "\n".join(lines)
 
+    def __repr__(self) -> str:
+        verdicts = ", ".join(f"{c.name} {c.status}" for c in self.claims.values()) or "none"
+        return (
+            f"<AccountantAudit {self.mechanism_name}: {self.epsilons.size} eps, "
+            f"{self.trials:,} samples per order; claims: {verdicts}>"
+        )
+
+    def __str__(self) -> str:
+        """What was audited, the bounds on the true ``delta`` and every claim per ``eps`` (``*``
+        marks a refuted one), then :meth:`summary`."""
+        checked = [c for c in self.claims.values() if c.claimed is not None]
+        columns = [
+            ["eps", *(format_number(e) for e in self.epsilons)],
+            ["true delta >=", *(format_number(x, rounding="down") for x in self.delta.lower)],
+            ["true delta <=", *(format_number(x, rounding="up") for x in self.delta.upper)],
+        ]
+        for check in checked:
+            cells = [
+                format_number(v) + ("*" if bad else "")
+                for v, bad in zip(check.claimed, check.violated, strict=True)
+            ]
+            columns.append([check.name, *cells])
+        widths = [max(len(cell) for cell in column) for column in columns]
+        rows = [
+            "  ".join(column[i].rjust(w) for column, w in zip(columns, widths, strict=True))
+            for i in range(self.epsilons.size + 1)
+        ]
+        lines = [
+            f"Accountant audit of {self.mechanism_name}",
+            f"{self.trials:,} privacy-loss samples per order, seed {self.seed}, "
+            f"{self.elapsed_seconds:.1f} s; bounds at {self.confidence:.0%} confidence, "
+            "simultaneous over the eps grid",
+            *rows,
+        ]
+        if any(c.is_violated for c in checked):
+            lines.append("* refuted: the true delta is certainly larger than the claim")
+        return "\n".join([*lines, self.summary()])
+
     def to_frame(self) -> Any:
         """A pandas DataFrame: one row per ``eps`` with the bounds and every claim."""
         import pandas as pd
@@ -312,6 +357,17 @@ class AccountantAudit:
         }
 
 
+def _refutation(claimed: float, lower: float) -> tuple[str, str]:
+    """A refuted claim (rounded up) and the lower bound that refutes it (rounded down), with as
+    many significant digits as it takes for the shown bound to stay above the shown claim."""
+    for digits in range(4, 17):
+        shown_claim = format_number(claimed, digits, rounding="up")
+        shown_lower = format_number(lower, digits, rounding="down")
+        if float(shown_claim) < float(shown_lower):
+            break
+    return shown_claim, shown_lower
+
+
 def _verdict_sentence(check: ClaimCheck, result: AccountantAudit) -> str:
     if check.status in ("not installed", "unsupported", "error"):
         return f"{check.status} ({check.reason})" if check.reason else check.status
@@ -323,18 +379,23 @@ def _verdict_sentence(check: ClaimCheck, result: AccountantAudit) -> str:
     i = check.worst
     eps = result.epsilons[i]
     ratio = check.ratio[i]
-    times = f"{ratio:.3g} times the claim" if math.isfinite(ratio) else "the claim is 0"
+    times = (
+        f"{format_number(ratio, 3, rounding='down')} times the claim"
+        if math.isfinite(ratio)
+        else "the claim is 0"
+    )
     p = float(check.p_value[i])
-    p_text = "p-value < 1e-300" if p <= 1e-300 else f"p-value {p:.2g}"
+    p_text = "p-value < 1e-300" if p <= 1e-300 else f"p-value {format_number(p, 2, rounding='up')}"
+    claimed, lower = _refutation(float(check.claimed[i]), float(result.delta.lower[i]))
     text = (
-        f"VIOLATED at eps = {eps:.4g}: claims delta = {check.claimed[i]:.3g}, but the true "
-        f"delta is at least {result.delta.lower[i]:.3g} ({times}; family-wise {p_text})"
+        f"VIOLATED at eps = {format_number(eps)}: claims delta = {claimed}, but the true "
+        f"delta is at least {lower} ({times}; family-wise {p_text})"
     )
     if check.kind == "approximation":
         text += " [the claimant calls this an approximation, not a guarantee]"
     gap = check.epsilon_understatement[i]
     if math.isfinite(gap) and gap > 0:
-        text += f"; eps understated by at least {gap:.3g}"
+        text += f"; eps understated by at least {format_number(gap, 3, rounding='down')}"
     n = int(check.violated.sum())
     if n > 1:
         text += f"; violated at {n} of {check.violated.size} eps values"
