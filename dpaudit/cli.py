@@ -24,7 +24,8 @@ Exit codes, one rule for every command that tests claims (``run``, ``suite``, ``
 ``audit-accountant``, ``bench-flawed``): 0 every claim reached its expected verdict; 1 a usage or
 input error (one line on stderr, nothing written); 3 some claim did not, which for an ordinary
 claim means it was refuted. A refutation the spec declares (``expect = "violated"``, as the
-suite's deliberately over-claimed mechanism does) is expected and exits 0. Each unexpected
+suite's deliberately over-claimed mechanism does; ``expect."NAME"`` with its reason in an
+``[[accountant_audit]]``) is expected and exits 0. Each unexpected
 verdict is named on a ``REFUTED:`` line of stdout; when every verdict was the expected one, the
 last line says ``all verdicts as expected``.
 ``--no-fail-on-violation`` makes a refutation exit 0 (the report still shows it).
@@ -568,7 +569,7 @@ def _cmd_audit_accountant(args: argparse.Namespace) -> Verdicts:
     import dataclasses
 
     from dpaudit.audit.accountant import run_accountant_spec
-    from dpaudit.reports.accountants import write_accountant_report
+    from dpaudit.reports.accountants import expected_verdict, write_accountant_report
 
     audits = specs.load_accountant_audits(args.spec)
     if args.trials is not None:
@@ -589,7 +590,7 @@ def _cmd_audit_accountant(args: argparse.Namespace) -> Verdicts:
     if not args.quiet:
         print(f"report: {args.output / 'index.html'}")
     return [
-        (f"{r['name']}: {name}", c["status"], "consistent")
+        (f"{r['name']}: {name}", c["status"], expected_verdict(r, name))
         for r in records
         for name, c in r["claims"].items()
         if c["status"] in ("violated", "consistent")

@@ -1220,7 +1220,41 @@ ACCOUNTANT_AUDIT_KEYS: dict[str, Param] = {
     "confidence": Param("number", False, 0.95, "simultaneous confidence level of the bounds"),
     "importance": Param("boolean", False, None, "importance sampling (default: where possible)"),
     "n_jobs": Param("integer", False, 1, "parallel workers (-1: all cores)"),
+    "expect": Param(
+        "table",
+        False,
+        None,
+        "accountant name -> { verdict, reason }: a verdict other than consistent, and why",
+    ),
 }
+
+#: Keys of one entry of an ``[[accountant_audit]]``'s ``expect`` table.
+_EXPECT_KEYS: dict[str, Param] = {
+    "verdict": Param("string", help="the verdict the accountant is meant to get"),
+    "reason": Param("string", help="why, in words the report shows beside the verdict"),
+}
+
+
+def _read_expectations(
+    values: Mapping[str, Any], listed: Sequence[str], ctx: _Context
+) -> dict[str, dict[str, str]]:
+    """The ``expect`` table of an ``[[accountant_audit]]``: for some of its accountants the
+    verdict (:data:`VERDICTS`) they are meant to get, with the reason."""
+    out: dict[str, dict[str, str]] = {}
+    for name, entry in (values["expect"] or {}).items():
+        key = f'expect."{name}"'
+        if name not in listed:
+            raise ctx.error(key, f"{name!r} is not one of this table's accountants")
+        if not isinstance(entry, dict):
+            raise ctx.error(key, f"expected a table {{ verdict, reason }}, got {_describe(entry)}")
+        read = _read_table(entry, _EXPECT_KEYS, ctx, f"{key}.")
+        verdict = _call(
+            ctx, f"{key}.verdict", check_choice, f"{key}.verdict", read["verdict"], VERDICTS
+        )
+        if not read["reason"].strip():
+            raise ctx.error(f"{key}.reason", "is empty; say why the verdict is expected")
+        out[name] = {"verdict": verdict, "reason": " ".join(read["reason"].split())}
+    return out
 
 
 def _parse_accountant_audit(
@@ -1258,6 +1292,7 @@ def _parse_accountant_audit(
         pair=pair,
         **settings,
         importance="auto" if values["importance"] is None else values["importance"],
+        expect=_read_expectations(values, listed, ctx),
         description=values["description"],
         table=to_json_value(table, unknown="str"),
     )

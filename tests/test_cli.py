@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from dpaudit import reports, specs
+from dpaudit.accountants import installed
 from dpaudit.cli import EXIT_OK, EXIT_USER_ERROR, EXIT_VIOLATION, main
 from dpaudit.reports.text import format_probability
 from tests.reference import rows
@@ -365,6 +366,61 @@ def test_audit_accountant_exits_3_on_a_refuted_accountant(
     assert "a:pld" not in out.split("REFUTED")[-1]
     code, _, _ = run_cli(capsys, *args, "--no-fail-on-violation")
     assert code == EXIT_OK
+
+
+_RR_ACCOUNTANTS = """\
+[[accountant_audit]]
+name = "rr"
+mechanism = { kind = "composed", base = { kind = "randomized_response", eps = 1.0 }, times = 100 }
+accountants = ["dpaudit:pld", "dp_accounting:pld"]
+epsilons = [10.0]
+trials = 2_000
+[accountant_audit.expect."dp_accounting:pld"]
+verdict = "violated"
+reason = "a  known fault."
+"""
+
+
+@pytest.mark.skipif(not installed("dp_accounting:pld"), reason="dp_accounting is not installed")
+@pytest.mark.parametrize("also_expected", [False, True])
+def test_audit_accountant_follows_the_verdicts_its_spec_expects(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    also_expected: bool,
+) -> None:
+    """dp_accounting's PLD accountant is refuted on composed randomized response; a spec that
+    expects it, with a reason, exits 0 and prints the reason beside the verdict. Expecting the
+    refutation of an accountant that holds (dpaudit:pld) is a verdict not as expected: exit 3."""
+    from dpaudit.reports import accountants
+
+    monkeypatch.setattr(accountants, "plot_accountant_audit", _no_plot)
+    spec = tmp_path / "rr.toml"
+    text = _RR_ACCOUNTANTS
+    if also_expected:
+        text += '[accountant_audit.expect."dpaudit:pld"]\nverdict = "violated"\nreason = "none"\n'
+    spec.write_text(text)
+    code, out, _ = run_cli(capsys, "audit-accountant", spec, "-o", tmp_path / "out")
+    lines = out.splitlines()
+    assert "rr: dp_accounting:pld: VIOLATED at eps = 10: " in out
+    assert lines[1].endswith(". As expected: a known fault.")
+    assert "REFUTED: rr: dp_accounting:pld" not in out
+    record = json.loads((tmp_path / "out" / "results.json").read_text())["accountant_audits"][0]
+    expected = {"verdict": "violated", "reason": "a known fault."}
+    assert record["expect"]["dp_accounting:pld"] == expected
+    assert "| expected |" in (tmp_path / "out" / "README.md").read_text()
+    if also_expected:
+        assert code == EXIT_VIOLATION
+        assert lines[0].endswith(". Not as expected: the spec expects violated: none")
+        assert lines[-1] == "NOT REFUTED: rr: dpaudit:pld (its refutation was expected)"
+    else:
+        assert code == EXIT_OK and lines[-1] == "all verdicts as expected"
+
+
+def _no_plot(record: object, ax: object = None, **kwargs: object) -> object:
+    from matplotlib.figure import Figure
+
+    return Figure().add_subplot()
 
 
 # --- output directories: checked before any trial, one line naming the option ---------------------

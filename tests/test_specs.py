@@ -369,3 +369,52 @@ def test_suite_battery() -> None:
     # The over-claimed audit really is wrong: its mechanism's exact epsilon exceeds the claim.
     (bad,) = flawed
     assert bad.mechanism.epsilon(0.0) > bad.claim.epsilon(0.0) + 0.5
+
+
+# --- [[accountant_audit]]: the verdicts it expects ------------------------------------------------
+_ACCOUNTANT = (
+    '[[accountant_audit]]\nname = "g"\nmechanism = { kind = "gaussian", sigma = 1.0 }\n'
+    'accountants = ["dpaudit:pld", "dp_accounting:rdp"]\ntrials = 100\n'
+)
+
+
+def test_the_composed_randomized_response_example_expects_two_refutations_and_says_why() -> None:
+    (audit,) = specs.load_accountant_audits(EXAMPLES / "accountant-rr-composed.toml")
+    assert set(audit.expect) == {"dp_accounting:pld", "prv_accountant"}
+    assert all(e["verdict"] == "violated" for e in audit.expect.values())
+    assert "SelfComposedDpEvent" in audit.expect["dp_accounting:pld"]["reason"]
+    assert "domain" in audit.expect["prv_accountant"]["reason"]
+
+
+def _accountant_audits(tmp_path: Path, text: str) -> list:
+    path = tmp_path / "accountants.toml"
+    path.write_text(text, encoding="utf-8")
+    return specs.load_accountant_audits(path)
+
+
+def test_an_accountant_audit_expects_a_verdict_with_its_reason(tmp_path: Path) -> None:
+    expect = '{ "dp_accounting:rdp" = { verdict = "violated", reason = "x  y" } }'
+    text = _ACCOUNTANT + f"expect = {expect}\n"
+    (audit,) = _accountant_audits(tmp_path, text)
+    assert audit.expect == {"dp_accounting:rdp": {"verdict": "violated", "reason": "x y"}}
+    (plain,) = _accountant_audits(tmp_path, _ACCOUNTANT)
+    assert plain.expect == {}
+
+
+@pytest.mark.parametrize(
+    ("expect", "message"),
+    [
+        ('{ "autodp" = { verdict = "violated", reason = "x" } }', "'autodp' is not one of this"),
+        ('{ "dpaudit:pld" = "violated" }', 'expect."dpaudit:pld": expected a table { verdict'),
+        ('{ "dpaudit:pld" = { verdict = "no", reason = "x" } }', ".verdict must be one of"),
+        ('{ "dpaudit:pld" = { verdict = "violated" } }', '"dpaudit:pld".reason: missing'),
+        ('{ "dpaudit:pld" = { verdict = "violated", reason = " " } }', "say why the verdict"),
+        ('"violated"', "expect: expected a table"),
+    ],
+)
+def test_a_wrong_expectation_of_an_accountant_audit_is_one_line(
+    tmp_path: Path, expect: str, message: str
+) -> None:
+    with pytest.raises(specs.SpecError) as err:
+        _accountant_audits(tmp_path, _ACCOUNTANT + f"expect = {expect}\n")
+    assert message in str(err.value) and "\n" not in str(err.value)

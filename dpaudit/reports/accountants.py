@@ -33,6 +33,7 @@ from dpaudit.reports.writer import atomic_directory, check_output_directory
 
 __all__ = [
     "accountant_record",
+    "expected_verdict",
     "plot_accountant_audit",
     "accountant_table",
     "delta_table",
@@ -47,7 +48,7 @@ _BAND = "#92c5de"
 _MEASURED = "#2166ac"
 
 #: Columns of the accountant tables that hold words, aligned left.
-_TEXT_COLUMNS = ("accountant", "kind", "verdict", "note", "lower bound from")
+_TEXT_COLUMNS = ("accountant", "kind", "verdict", "expected", "note", "lower bound from")
 
 
 def accountant_record(result: Any) -> dict[str, Any]:
@@ -55,6 +56,13 @@ def accountant_record(result: Any) -> dict[str, Any]:
     if isinstance(result, Mapping):
         return dict(result)
     return result.to_dict()
+
+
+def expected_verdict(result: Any, accountant: str) -> str:
+    """The verdict the audit's spec expects of ``accountant`` (its ``expect`` table): consistent
+    unless it says otherwise."""
+    expect = accountant_record(result).get("expect") or {}
+    return str(expect.get(accountant, {}).get("verdict", "consistent"))
 
 
 def _array(values: Sequence[Any] | None) -> np.ndarray:
@@ -124,9 +132,10 @@ def plot_accountant_audit(result: Any, ax: Axes | None = None, *, legend: bool =
 
 
 def accountant_table(result: Any) -> pd.DataFrame:
-    """One row per accountant: verdict, and at its most significant violation the ``eps``, the
-    claimed ``delta``, the lower bound on the true ``delta``, their ratio, the p-value and how
-    much ``eps`` the claim understates."""
+    """One row per accountant: verdict, the verdict the spec expects (``expect``; consistent
+    unless it says otherwise), and at its most significant violation the ``eps``, the claimed
+    ``delta``, the lower bound on the true ``delta``, their ratio, the p-value and how much
+    ``eps`` the claim understates."""
     record = accountant_record(result)
     eps = _array(record["epsilons"])
     lower = _array(record["delta"]["lower"])
@@ -136,6 +145,7 @@ def accountant_table(result: Any) -> pd.DataFrame:
             "accountant": name,
             "kind": check.get("kind", ""),
             "verdict": check["status"],
+            "expected": expected_verdict(record, name),
             "eps": None,
             "claimed delta": None,
             "true delta >=": None,

@@ -146,9 +146,10 @@ def test_dp_accounting_fixed_size_rdp_is_an_upper_bound():
 
 @_needs("dp_accounting")
 def test_dp_accounting_pld_ignores_the_count_of_randomized_response():
-    """A finding: dp_accounting 0.6.0's PLDAccountant composes a self-composed
-    RandomizedResponseDpEvent only once. The audit refutes its claim for 10-fold randomized
-    response, while the exact (Kairouz-Oh-Viswanath) value and a list of ten events agree."""
+    """A finding: the PLDAccountant of dp_accounting 0.5 and 0.6 composes a self-composed
+    RandomizedResponseDpEvent only once (examples/accountant-rr-composed.toml expects it). The
+    audit refutes its claim for 10-fold randomized response, while the exact
+    (Kairouz-Oh-Viswanath) value and a list of ten events agree."""
     from dp_accounting import NeighboringRelation, dp_event
     from dp_accounting.pld import PLDAccountant
 
@@ -201,6 +202,31 @@ def test_prv_accountant_pure_dp_composition_is_refuted():
     assert np.all(got < exact.delta(eps))
     result = audit_accountant(mech, "prv_accountant", trials=20_000, seed=1, epsilons=eps)
     assert result.claims["prv_accountant"].is_violated
+
+
+@_needs("prv_accountant")
+def test_prv_accountant_pure_dp_domain_ends_below_the_loss_of_the_composition():
+    """Why the claim above is refuted (examples/accountant-rr-composed.toml expects it): the
+    Renyi DP of PureDPMechanism, (alpha - 1) eps / alpha, is below the Renyi divergence of
+    eps-DP randomized response, so the domain sized by it for 100 compositions ends below a loss
+    of 80, and the claim at eps = 80 is delta_error. On a domain that covers the losses (the
+    library's own eps_max), the same accountant brackets the exact value."""
+    import prv_accountant as prv
+    from prv_accountant.accountant import compute_safe_domain_size
+
+    rr = prv.PureDPMechanism(eps=1.0)
+    p = math.e / (1.0 + math.e)
+    assert rr.rdp(2.0) < math.log(p * p / (1.0 - p) + (1.0 - p) ** 2 / p)
+    assert compute_safe_domain_size([rr], [100], eps_error=0.01, delta_error=1e-11) < 80.0
+    assert claim("prv_accountant", M.Composed(M.RandomizedResponse(1.0), 100)).delta(
+        np.array([80.0])
+    ) == pytest.approx([1e-11])
+    with pytest.warns(UserWarning, match="Assuming that true epsilon"):
+        wide = prv.PRVAccountant(
+            prvs=[rr], max_self_compositions=[100], eps_error=0.01, delta_error=1e-11, eps_max=101
+        )
+    low, _, high = wide.compute_delta(80.0, [100])
+    assert low <= OptimalComposition(1.0, 0.0, 100).delta(80.0) <= high
 
 
 # ------------------------------------------------------------------------------ opacus

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from dpaudit._core.jsonvalues import to_json_value
-from dpaudit.audit.accountant.result import AccountantAudit, _verdict_sentence
+from dpaudit.audit.accountant.result import AccountantAudit, ClaimCheck, _verdict_sentence
 from dpaudit.audit.accountant.runner import audit_accountant
 from dpaudit.mechanisms.base import NeighbouringPair
 
@@ -19,6 +20,9 @@ class AccountantAuditSpec:
     """One ``[[accountant_audit]]`` of a spec file: a mechanism and the accountants to audit.
 
     ``accountants`` are names of :mod:`dpaudit.accountants` (``dpaudit.accountants.NAMES``).
+    ``expect`` maps some of them to ``{"verdict": ..., "reason": ...}``: the verdict
+    (``"consistent"`` or ``"violated"``) the accountant is meant to get, and why; every other
+    accountant is expected to be consistent.
     """
 
     name: str
@@ -31,6 +35,7 @@ class AccountantAuditSpec:
     confidence: float = 0.95
     importance: bool | str = "auto"
     n_jobs: int = 1
+    expect: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     description: str = ""
     table: dict[str, Any] = field(default_factory=dict, compare=False)
 
@@ -50,16 +55,30 @@ class AccountantAuditSpec:
         )
 
 
+def _sentence(spec: AccountantAuditSpec, check: ClaimCheck, result: AccountantAudit) -> str:
+    """The verdict sentence, with the spec's reason where it expects a verdict other than
+    consistent."""
+    text = _verdict_sentence(check, result)
+    expected = spec.expect.get(check.name)
+    if expected is None or check.claimed is None:  # no verdict: the claim was not evaluated
+        return text
+    if check.status == expected["verdict"]:
+        return f"{text}. As expected: {expected['reason']}"
+    return f"{text}. Not as expected: the spec expects {expected['verdict']}: {expected['reason']}"
+
+
 def run_accountant_spec(spec: AccountantAuditSpec, *, progress: bool | None = None) -> dict:
     """Run one accountant audit and return its JSON-ready record: the result's
     :meth:`AccountantAudit.to_dict` plus ``name``, ``description``, ``spec`` (the table as
-    written) and ``summary`` (one sentence per accountant)."""
+    written), ``expect`` (accountant -> verdict and reason, as the spec states them) and
+    ``summary`` (one sentence per accountant, with the reason of an expected verdict)."""
     result = spec.run(progress=progress)
     record = result.to_dict()
     record.update(
         name=spec.name,
         description=spec.description,
         spec=to_json_value(spec.table),
-        summary={name: _verdict_sentence(c, result) for name, c in result.claims.items()},
+        expect={name: dict(e) for name, e in spec.expect.items()},
+        summary={name: _sentence(spec, c, result) for name, c in result.claims.items()},
     )
     return record
