@@ -118,8 +118,9 @@ def test_every_public_module_is_in_the_api_reference():
     assert not missing, f"add '::: <module>' to a page of docs/api/ for: {', '.join(missing)}"
 
 
-def _code_blocks(text: str) -> list[str]:
-    return [block.strip() for block in re.findall(r"```\w*\n(.*?)```", text, flags=re.DOTALL)]
+def _code_blocks(text: str, language: str = r"\w*") -> list[str]:
+    """The code blocks of a Markdown text, optionally only those of one ``language``."""
+    return re.findall(rf"```{language}\n(.*?)```", text, flags=re.DOTALL)
 
 
 def test_the_docs_home_page_shows_the_readmes_install_and_quick_start():
@@ -129,8 +130,31 @@ def test_the_docs_home_page_shows_the_readmes_install_and_quick_start():
     home = (ROOT / "docs/index.md").read_text(encoding="utf-8")
     two_commands = readme.split("## Two commands")[1].split("\n## ")[0]
     in_python = readme.split("## In Python")[1].split("\n## ")[0]
-    wanted = _code_blocks(two_commands) + _code_blocks(in_python)[:1]
+    wanted = [b.strip() for b in _code_blocks(two_commands) + _code_blocks(in_python)[:1]]
     assert len(wanted) == 3
-    shown = _code_blocks(home)
+    shown = [b.strip() for b in _code_blocks(home)]
     for block in wanted:
         assert block in shown, block
+
+
+def test_the_accountant_guide_shows_its_example_script_and_how_to_install_what_it_needs():
+    """The guide's code is the script's code (so the output it shows is that script's), it names
+    the command that prints that output, and its install command brings every package the
+    script's accountants need, without PyTorch."""
+    guide = ROOT / "docs/guide/accountant.md"
+    script = (ROOT / "examples" / "accountant-dpsgd.py").read_text(encoding="utf-8")
+    (code,) = _code_blocks(guide.read_text(encoding="utf-8"), "python")[:1]
+    assert script.endswith("\n" + code)
+    text = guide.read_text(encoding="utf-8")
+    assert "`python examples/accountant-dpsgd.py`" in text
+    assert 'pip install ".[accountants]"' in text
+
+    from dpaudit.accountants import PACKAGES
+
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    extra = re.search(r"^accountants = \[(.*)\]$", pyproject, flags=re.M)
+    assert extra is not None
+    brought = {name.strip('" ').split(">")[0].replace("-", "_") for name in extra[1].split(",")}
+    named = set(re.findall(r'"(\w+:?\w*)"', code))
+    assert {PACKAGES[n] for n in named} - {None} <= brought
+    assert "opacus" not in brought and "torch" not in brought
