@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dpaudit._core.numbers import format_number
 from dpaudit._core.validation import check_input_file
 
 __all__ = ["add_parser", "load_table", "membership_column"]
@@ -202,6 +203,9 @@ def run(args: argparse.Namespace) -> list[tuple[str, str, str]]:
     from dpaudit.audit.scores import audit_scores
     from dpaudit.bounds.gaussian_dp import gdp
     from dpaudit.reports.one_run import write_one_run
+    from dpaudit.reports.text import level_per_test
+
+    down: dict[str, Any] = {"rounding": "down"}
 
     if args.claim_mu is not None and not (np.isfinite(args.claim_mu) and args.claim_mu > 0):
         raise ValueError(f"--claim-mu must be a positive number, got {args.claim_mu}")
@@ -230,12 +234,12 @@ def run(args: argparse.Namespace) -> list[tuple[str, str, str]]:
         refuted = args.claim_mu is not None and result.mu_lower_bound() > args.claim_mu
         write_one_run({f"one run: {args.file.name}": result}, args.output)
         if not args.quiet:
-            mu = "" if result.mu is None else f", mu >= {result.mu:.4g}"
+            mu = "" if result.mu is None else f", mu >= {format_number(result.mu, **down)}"
             print(
                 f"one run ({result.method}, {result.label}, {result.confidence:.0%}): eps >= "
-                f"{result.epsilon_lower_bound():.4g} at delta={result.delta:g}{mu} "
-                f"({result.correct}/{result.guesses} correct guesses, ceiling "
-                f"{result.epsilon_ceiling():.4g})"
+                f"{format_number(result.epsilon_lower_bound(), **down)} at "
+                f"delta={result.delta:g}{mu} ({result.correct}/{result.guesses} correct guesses, "
+                f"ceiling {format_number(result.epsilon_ceiling(), rounding='up')})"
             )
         if args.claim_mu is None:
             return []
@@ -261,14 +265,18 @@ def run(args: argparse.Namespace) -> list[tuple[str, str, str]]:
     reports.write(record, args.output)
     if not args.quiet:
         # The report's numbers: one family of tests sharing the confidence (build_record).
-        family = record["family"]
         eps = next(iter(record["epsilon_lower_bounds"].values()))
-        each = 100 * family["confidence_per_test"]
+        each = level_per_test(record)
+        together = (
+            f"{record['confidence']:.0%} for the {record['family']['tests']} tests together, "
+            f"each at {each}"
+            if each
+            else f"{record['confidence']:.0%}"
+        )
         print(
-            f"scores: eps >= {eps:.4g} at delta={args.delta:g}, mu >= "
-            f"{record['mu_lower_bound']:.4g} ({record['confidence']:.0%} for the "
-            f"{family['tests']} tests together, each at {each:.4g}%; "
-            f"ceiling for this n: mu {record['mu_ceiling']:.4g}); "
+            f"scores: eps >= {format_number(eps, **down)} at delta={args.delta:g}, mu >= "
+            f"{format_number(record['mu_lower_bound'], **down)} ({together}; ceiling for this "
+            f"n: mu {format_number(record['mu_ceiling'], rounding='up')}); "
             f"report: {args.output / 'index.html'}"
         )
         values = np.unique(scores).size

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from dpaudit._core.numbers import format_number
 from dpaudit._core.streams import derived_seed
 from dpaudit._core.validation import check_integer, check_positive, check_probability
 from dpaudit.attacks.base import Attack
@@ -159,15 +160,17 @@ def _explain(
     text = (
         f"The claim {witness.claim} is refuted on pair {index} ({where}) at look {look.look}, "
         f"with {look.trials} trials per dataset: the test '{witness.test}' (threshold "
-        f"{witness.threshold:.6g}) has type I error at most {witness.alpha_upper:.4g} and type II "
-        f"error at most {witness.beta_upper:.4g}"
+        f"{witness.threshold:.6g}) has type I error at most "
+        f"{format_number(witness.alpha_upper, rounding='up')} and type II error at most "
+        f"{format_number(witness.beta_upper, rounding='up')}"
     )
     if witness.claimed_beta is not None and witness.margin is not None and witness.margin > 0:
         error = "type II" if witness.order == "d_d_prime" else "type I"
         text += f", where the claim requires a {error} error of at least {witness.claimed_beta:.4g}"
     if witness.epsilon is not None:
         claimed = witness.claimed_epsilon
-        text += f"; it certifies eps >= {witness.epsilon:.4g} at delta = {witness.delta:g}" + (
+        shown = format_number(witness.epsilon, rounding="down")
+        text += f"; it certifies eps >= {shown} at delta = {witness.delta:g}" + (
             f" where the claim states {claimed:.4g}" if claimed is not None else ""
         )
     return (

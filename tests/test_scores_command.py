@@ -96,6 +96,7 @@ def test_declared_threshold_on_the_command_line(tmp_path, capsys):
     """--threshold fixes the test in advance: the line reads the same eps as audit_scores with
     thresholds; without it, two-valued scores get a note pointing to it; with --one-run it is
     refused in one line before anything is written."""
+    from dpaudit._core.numbers import format_number
     from dpaudit.audit.scores import audit_scores
 
     rng = np.random.default_rng(2)
@@ -110,7 +111,7 @@ def test_declared_threshold_on_the_command_line(tmp_path, capsys):
     each = dataclasses.replace(declared, confidence=record["family"]["confidence_per_test"])
     assert record["epsilon_lower_bounds"]["1e-05"] == each.epsilon_lower_bound(1e-5) > 0
     out = capsys.readouterr().out
-    assert f"eps >= {each.epsilon_lower_bound(1e-5):.4g}" in out
+    assert f"eps >= {format_number(each.epsilon_lower_bound(1e-5), rounding='down')}" in out
     assert "distinct values" not in out
     assert main(["scores", str(tmp_path / "b.csv"), "-o", str(tmp_path / "u")]) == 0
     assert "only 2 distinct values" in capsys.readouterr().out
@@ -194,13 +195,21 @@ def test_the_second_input_file_is_nonmembers_and_out_is_a_deprecated_alias(tmp_p
 
 def test_the_line_shows_the_reports_numbers_and_their_confidence(table, capsys):
     """The terminal line and the report read the same family of tests: the eps and mu printed
-    are those of results.json, with the confidence each was read at."""
+    are those of results.json, rounded down (lower bounds) and the ceiling up, with the
+    confidence each was read at, written as the report writes it."""
+    from dpaudit._core.numbers import format_number
+    from dpaudit.reports.text import level_per_test
+
     path, _ = table
     assert main(["scores", str(path / "s.csv"), "-o", str(path / "r")]) == 0
     line = capsys.readouterr().out.strip().splitlines()[0]
     record = json.loads((path / "r" / "results.json").read_text())["audits"][0]
-    eps = record["epsilon_lower_bounds"]["1e-05"]
-    assert f"eps >= {eps:.4g}" in line and f"mu >= {record['mu_lower_bound']:.4g}" in line
-    each = 100 * record["family"]["confidence_per_test"]
-    assert f"95% for the {record['family']['tests']} tests together, each at {each:.4g}%" in line
-    assert f"ceiling for this n: mu {record['mu_ceiling']:.4g}" in line
+    eps = format_number(record["epsilon_lower_bounds"]["1e-05"], rounding="down")
+    mu = format_number(record["mu_lower_bound"], rounding="down")
+    assert f"eps >= {eps}" in line and f"mu >= {mu}" in line
+    assert float(eps) <= record["epsilon_lower_bounds"]["1e-05"]
+    assert float(mu) <= record["mu_lower_bound"]
+    each = level_per_test(record)
+    assert f"95% for the {record['family']['tests']} tests together, each at {each}" in line
+    ceiling = format_number(record["mu_ceiling"], rounding="up")
+    assert f"ceiling for this n: mu {ceiling}" in line and float(ceiling) >= record["mu_ceiling"]

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from dpaudit._core.numbers import format_number
 from dpaudit._core.provenance import versions
 from dpaudit._core.validation import check_integer, check_probability
 from dpaudit.audit.engine import OVERHEAD, audit_mechanism
@@ -45,7 +46,6 @@ from dpaudit.mechanisms.base import NeighbouringPair
 from dpaudit.mechanisms.blackbox import BlackBox
 from dpaudit.mechanisms.pairs import subsample
 from dpaudit.reports.records import build_record, results_document
-from dpaudit.reports.text import format_number
 from dpaudit.reports.writer import write
 
 __all__ = [
@@ -405,7 +405,7 @@ def run(plan: Plan, *, progress: Callable[[str], None] | None = None) -> Battery
             table[-1]["error"] = record["error"]
         if progress is not None:
             bound = table[-1]["epsilon_lower_bound"]
-            shown = "-" if bound is None else f"{bound:.3g}"
+            shown = "-" if bound is None else format_number(bound, 3, rounding="down")
             progress(
                 f"{row.name}: {record['verdict']} (eps >= {shown} vs claimed "
                 f"{table[-1]['claimed_epsilon']:.3g}, {seconds:.1f} s)"
