@@ -48,7 +48,8 @@ VALID = ("split", "multisplit", "bonferroni_all")
 
 def _load(path: str | None) -> ModuleType | None:
     """jax-privacy's auditing module, from the installed package or from ``path``; ``None``
-    when neither is there (the bench then says so and measures nothing)."""
+    when neither is there (the bench then says so and measures nothing). Each cell loads it by
+    path: a module loaded from a file does not travel to workers by pickling."""
     if path is None:
         try:
             from jax_privacy import auditing
@@ -81,7 +82,8 @@ def _draw(law: str, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.nd
     return geometric(0), geometric(1)
 
 
-def _scores_cell(jp: ModuleType, law: str, n: int, seed: int) -> dict[str, float]:
+def _scores_cell(path: str | None, law: str, n: int, seed: int) -> dict[str, float]:
+    jp = _load(path)
     s0, s1 = _draw(law, n, np.random.default_rng(seed))
     auditor = jp.CanaryScoreAuditor(s1, s0)
     declared = DECLARED.get(law)
@@ -108,7 +110,8 @@ def _scores_cell(jp: ModuleType, law: str, n: int, seed: int) -> dict[str, float
     return {k: float(v) for k, v in eps.items()}
 
 
-def _one_run_cell(jp: ModuleType, m: int, mu: float, seed: int) -> dict[str, float]:
+def _one_run_cell(path: str | None, m: int, mu: float, seed: int) -> dict[str, float]:
+    jp = _load(path)
     s, included = simulate_one_run(m, mu, seed=seed)
     z = included.astype(bool)
     auditor = jp.CanaryScoreAuditor(s[z], s[~z])
@@ -155,8 +158,8 @@ def main() -> None:
     parser.add_argument("--only", choices=("scores", "one-run"), help="run one of the two tables")
     parser.add_argument("--n-jobs", type=int, default=-1, help="workers (joblib convention)")
     args = parser.parse_args()
-    jp = _load(args.jax_privacy_module)
-    if jp is None:
+    path = args.jax_privacy_module
+    if _load(path) is None:
         print("skipped: jax-privacy is not installed (pip install jax-privacy, or give its")
         print("auditing.py with --jax-privacy-module)")
         return
@@ -164,12 +167,12 @@ def main() -> None:
     seeds = range(args.seeds or (5 if args.quick else 20))
     pool = Parallel(n_jobs=args.n_jobs)
     if args.only != "one-run":
-        _scores_table(jp, sizes, seeds, pool)
+        _scores_table(path, sizes, seeds, pool)
     if args.only != "scores":
-        _one_run_table(jp, [m for m in sizes if m >= 1_000], seeds, pool)
+        _one_run_table(path, [m for m in sizes if m >= 1_000], seeds, pool)
 
 
-def _scores_table(jp: ModuleType, sizes: list[int], seeds: range, pool: Parallel) -> None:
+def _scores_table(path: str | None, sizes: list[int], seeds: range, pool: Parallel) -> None:
     print(f"Scores in: mean eps({DELTA:g}) at {1 - GAMMA:.0%}, {len(seeds)} seeds per cell\n")
     ratio = {
         "dpaudit / best valid": ("dpaudit", VALID),
@@ -180,11 +183,11 @@ def _scores_table(jp: ModuleType, sizes: list[int], seeds: range, pool: Parallel
     _header([*columns, "bonferroni_all"], ratio)
     for law in LAWS:
         for n in sizes:
-            results = pool(delayed(_scores_cell)(jp, law, n, seed) for seed in seeds)
+            results = pool(delayed(_scores_cell)(path, law, n, seed) for seed in seeds)
             _row(f"{law} n={n}", results, ratio)
 
 
-def _one_run_table(jp: ModuleType, sizes: list[int], seeds: range, pool: Parallel) -> None:
+def _one_run_table(path: str | None, sizes: list[int], seeds: range, pool: Parallel) -> None:
     print(f"\nOne run: mean eps({DELTA:g}) at {1 - GAMMA:.0%}, {len(seeds)} seeds per cell\n")
     ratio = {
         "fdp / jax steinke": (
@@ -203,7 +206,7 @@ def _one_run_table(jp: ModuleType, sizes: list[int], seeds: range, pool: Paralle
     _header(columns, ratio)
     for m in sizes:
         for mu in (0.5, 1.0, 2.0):
-            results = pool(delayed(_one_run_cell)(jp, m, mu, seed) for seed in seeds)
+            results = pool(delayed(_one_run_cell)(path, m, mu, seed) for seed in seeds)
             _row(f"m={m} mu={mu}", results, ratio)
 
 
