@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -163,7 +164,7 @@ def accountant_table(result: Any) -> pd.DataFrame:
                     "eps": eps[i],
                     "claimed delta": check["claimed"][i],
                     "true delta >=": lower[i],
-                    "ratio": check["ratio"][i],
+                    "ratio": check["ratio"][i] if check["claimed"][i] > 0 else math.inf,
                     "p-value": p[i],
                     "eps understated by": check["epsilon_understatement"][i],
                 }

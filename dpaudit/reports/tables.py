@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from dpaudit._core.validation import check_nonnegative, check_probability
+from dpaudit.audit.accountant.result import P_VALUE_FLOOR
 from dpaudit.audit.benchmark import summarize_benchmark
 from dpaudit.mechanisms.base import METHOD_KINDS, Mechanism
 from dpaudit.reports.records import as_record, from_json_value, optional_tightness
@@ -236,6 +237,8 @@ def format_cell(column: str, value: Any) -> str:
     """A cell of a table for display (:data:`BOUND_COLUMNS` round towards their safe side)."""
     if column in ("delta", "δ"):
         return format_delta(value)
+    if column == "p-value" and isinstance(value, float | np.floating) and value <= P_VALUE_FLOOR:
+        return f"< {P_VALUE_FLOOR:g}"
     if isinstance(value, float | np.floating):
         rounding = BOUND_COLUMNS.get(column, "nearest")
         return format_number(None if np.isnan(value) else float(value), rounding=rounding)

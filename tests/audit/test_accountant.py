@@ -540,6 +540,29 @@ def test_a_refuted_claim_is_printed_below_the_bound_that_refutes_it():
     assert claimed <= shown_claim < shown_lower <= lower
 
 
+def test_a_ratio_just_above_one_keeps_the_digits_that_show_it_and_a_zero_claim_reads_infinity():
+    """A claim the bound exceeds by 0.04% reads "1.0004 times the claim", not "1 times"; in the
+    report table a claim of 0 gives the ratio infinity (not a dash) and a p-value at the floor
+    reads "< 1e-300"."""
+    from dpaudit.audit.accountant.result import P_VALUE_FLOOR
+    from dpaudit.reports.accountants import accountant_table
+    from dpaudit.reports.tables import format_cell
+
+    result = audit_accountant(M.Gaussian(1.0), gdp(1.0), trials=20_000, seed=0, epsilons=[1.0])
+    lower = float(result.delta.lower[0])
+    result.check(lambda e: np.full_like(e, lower / 1.0004), name="close")
+    result.check(lambda e: np.zeros_like(e), name="zero")
+    sentence = result.summary()
+    close = next(line for line in sentence.splitlines() if line.startswith("close"))
+    times = float(close.split("(")[1].split(" times")[0])
+    assert 1.0 < times <= 1.0004
+    table = accountant_table(result).set_index("accountant")
+    assert table.loc["zero", "ratio"] == np.inf
+    assert format_cell("ratio", table.loc["zero", "ratio"]) == "∞"
+    assert format_cell("p-value", P_VALUE_FLOOR) == "< 1e-300"
+    assert format_cell("p-value", 0.012345) == "0.01235"
+
+
 def test_a_result_prints_as_a_table_and_its_parts_without_arrays():
     result = audit_accountant(
         M.Laplace(1.0),

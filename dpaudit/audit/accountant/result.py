@@ -28,7 +28,11 @@ from dpaudit.audit.accountant.estimators import (
 )
 from dpaudit.mechanisms.base import NeighbouringPair
 
-__all__ = ["ClaimCheck", "AccountantAudit"]
+__all__ = ["ClaimCheck", "AccountantAudit", "P_VALUE_FLOOR"]
+
+#: The smallest p-value an accountant audit reports; a refutation clearer than that reads
+#: "p-value < 1e-300".
+P_VALUE_FLOOR = 1e-300
 
 
 # --------------------------------------------------------------------------------------- claims
@@ -191,7 +195,7 @@ class AccountantAudit:
         """Per ``eps``: the smallest family-wise error probability at which lower > claimed
         (bisection on ``log gamma``; the lower bound decreases as ``gamma`` decreases)."""
         k = self.epsilons.size
-        lo = np.full(k, math.log(1e-300))
+        lo = np.full(k, math.log(P_VALUE_FLOOR))
         hi = np.full(k, math.log(1.0 - 1e-12))
         detected_hi = self._bounds(np.exp(hi))[2].lower > claimed
         if not detected_hi.any():
@@ -203,7 +207,7 @@ class AccountantAudit:
             hi = np.where(hit, mid, hi)
             lo = np.where(hit, lo, mid)
         p = np.exp(hi)
-        p = np.where(detected_lo, 1e-300, p)
+        p = np.where(detected_lo, P_VALUE_FLOOR, p)
         return np.where(detected_hi, p, 1.0)
 
     def check(self, claimed: Any, name: str | None = None, mechanism: Any = None) -> ClaimCheck:
@@ -368,6 +372,16 @@ def _refutation(claimed: float, lower: float) -> tuple[str, str]:
     return shown_claim, shown_lower
 
 
+def _above_one(ratio: float) -> str:
+    """A ratio above 1, rounded down with as many significant digits (3 at least) as it takes to
+    stay above 1: ``1.0004`` reads ``1.0004``, not ``1``."""
+    for digits in range(3, 17):
+        shown = format_number(ratio, digits, rounding="down")
+        if float(shown) > 1.0:
+            return shown
+    return shown
+
+
 def _verdict_sentence(check: ClaimCheck, result: AccountantAudit) -> str:
     if check.status in ("not installed", "unsupported", "error"):
         return f"{check.status} ({check.reason})" if check.reason else check.status
@@ -379,13 +393,13 @@ def _verdict_sentence(check: ClaimCheck, result: AccountantAudit) -> str:
     i = check.worst
     eps = result.epsilons[i]
     ratio = check.ratio[i]
-    times = (
-        f"{format_number(ratio, 3, rounding='down')} times the claim"
-        if math.isfinite(ratio)
-        else "the claim is 0"
-    )
+    times = f"{_above_one(ratio)} times the claim" if math.isfinite(ratio) else "the claim is 0"
     p = float(check.p_value[i])
-    p_text = "p-value < 1e-300" if p <= 1e-300 else f"p-value {format_number(p, 2, rounding='up')}"
+    p_text = (
+        f"p-value < {P_VALUE_FLOOR:g}"
+        if p <= P_VALUE_FLOOR
+        else f"p-value {format_number(p, 2, rounding='up')}"
+    )
     claimed, lower = _refutation(float(check.claimed[i]), float(result.delta.lower[i]))
     text = (
         f"VIOLATED at eps = {format_number(eps)}: claims delta = {claimed}, but the true "
