@@ -128,7 +128,7 @@ def _one_run_cell(path: str | None, m: int, mu: float, seed: int) -> dict[str, f
 
 
 def _header(names: list[str], ratio: dict[str, tuple[str, tuple[str, ...]]]) -> None:
-    zeros = [f"seeds {name.split(' / ')[0]} = 0 < peers" for name in ratio]
+    zeros = [f"seeds 0 vs > 0 ({name})" for name in ratio]
     print("| cell | " + " | ".join(names + list(ratio) + zeros) + " |")
     print("|---|" + "---|" * (len(names) + 2 * len(ratio)), flush=True)
 
