@@ -1,11 +1,12 @@
 """Inputs nobody should be able to crash dpaudit with: one line on stderr, exit 1, nothing
 written, never a traceback, a hang or lost work.
 
-One test per failure class: specs nested a thousand deep, trial counts and compositions beyond
-the machine, names of thousands of characters, foreign code that raises or exits, foreign code
-that returns strings or nothing, damaged store files, SIGINT during the pilot of a stored run,
-progress output into a log file, populations and grids beyond memory, relative module names,
-Poisson rates that underflow, specs that say nothing and inputs that are no regular file.
+One test per failure class: specs nested a thousand deep, trial counts, compositions and slow
+mechanisms beyond the machine, names of thousands of characters, foreign code that raises or
+exits, foreign code that returns strings or nothing, damaged store files, SIGINT or SIGTERM
+during the pilot of a stored run, progress output into a log file, populations, grids and
+learning samples beyond memory, relative module names, Poisson rates that underflow, specs that
+say nothing and inputs that are no regular file.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import pytest
 
 import dpaudit
 from dpaudit import cli, specs
-from dpaudit.audit import limits
+from dpaudit.audit import engine, limits
 from dpaudit.mechanisms import Gaussian, Mechanism, NeighbouringPair
 
 REPO = Path(__file__).resolve().parents[1]
@@ -141,10 +142,65 @@ def test_a_run_the_pilot_shows_too_slow_is_refused_before_selection(monkeypatch)
         limits.check_duration("m", 10**12, 1000, 1.0, 1)
     limits.check_duration("m", 10**9, 1000, 1.0, 1)  # 11.6 days: within 30
     monkeypatch.setattr(limits, "_SECONDS", 1e-3)
+    monkeypatch.setattr(engine, "PRE_CHECK_SECONDS", float("inf"))  # no timing before the pilot
     with pytest.raises(ValueError, match=r"would take about .* days here .*at most about"):
         dpaudit.audit_mechanism(Counting(1.0), trials=10**6, seed=0, chunk_size=4096)
     pilot = 10**6 // 4  # selection trials; the pilot is the first 2^16 of that much
     assert sum(calls) == 2 + 2 * min(pilot, 2**16)  # the probe and the pilot, nothing more
+
+
+class _Slow(Gaussian):
+    """A Gaussian at 0.05 s an output (a composition of millions of runs, or slow foreign code),
+    that records the size of every draw and refuses draws as large as a pilot chunk."""
+
+    def __init__(self) -> None:
+        super().__init__(1.0)
+        self.sizes: list[int] = []
+
+    def sample(self, dataset, size, rng):
+        self.sizes.append(size)
+        if size > 64:
+            raise RuntimeError(f"a draw of {size} outputs: hours at this speed")
+        time.sleep(0.05 * size)
+        return super().sample(dataset, size, rng)
+
+
+@pytest.mark.parametrize("attack", [None, "learned"])
+def test_a_slow_mechanism_is_timed_and_refused_before_its_fit_and_pilot(attack) -> None:
+    """A pilot of 2^16 trials at 0.05 s a trial would take an hour and a half before the run's
+    duration is checked. The probe shows the mechanism slow, so one trial on both datasets is
+    timed first and 10^9 trials are refused at once: nothing drawn but the probe and that
+    trial, no fit sample, no pilot."""
+    slow = _Slow()
+    chosen = None if attack is None else dpaudit.attacks.Learned()
+    with pytest.raises(ValueError, match=r"would take about [\d,]+ days here \(a trial on both"):
+        dpaudit.audit_mechanism(slow, attack=chosen, trials=10**9, seed=0, n_jobs=1)
+    assert slow.sizes == [2, 1, 1]  # the probe, then the timing draw under D and D_prime
+
+
+def test_a_composition_of_a_million_runs_is_refused_in_one_line(tmp_path: Path) -> None:
+    """``dpaudit run`` of a 10^6-fold composition with 10^9 trials: refused before its pilot
+    (2^16 trials of 10^6 Gaussian draws each), in one line that says how long it would take."""
+    mechanism = f'{{ kind = "composed", base = {_GAUSSIAN}, times = 1_000_000 }}'
+    text = _audit_toml("many-runs", mechanism, trials="1_000_000_000")
+    _refused(tmp_path, text, "times=1000000) would take about", "lower trials or add workers")
+
+
+def test_a_learning_sample_beyond_memory_is_refused_before_drawing(monkeypatch) -> None:
+    """A learning attack on outputs of 1,000 values: its fit sample of 2,750 outputs per
+    dataset needs 42 MiB, more than a quarter of a 128 MiB machine; refused before any of it is
+    drawn, naming the attack, not a MemoryError hours later."""
+    sizes = []
+
+    def wide(dataset, size, rng):
+        sizes.append(size)
+        return rng.normal(size=(size, 1000)) + float(np.sum(dataset))
+
+    monkeypatch.setattr(limits, "_physical_memory", lambda: 2**27)
+    box = dpaudit.mechanisms.BlackBox(wide, dataset=[0.0], neighbour=[1.0])
+    with pytest.raises(ValueError, match=r"attack DeltaLeak.* learns from 2,750 outputs per "):
+        dpaudit.audit_mechanism(box, trials=1000, seed=0)
+    assert max(sizes) < 2750
 
 
 # --- names ------------------------------------------------------------------------------------
@@ -170,6 +226,14 @@ _RELEASES = textwrap.dedent(
 
     def raises_runtime(dataset, rng):
         raise RuntimeError("boom")
+
+    CALLS = []
+
+    def raises_after_the_probe(dataset, rng):
+        CALLS.append(1)
+        if len(CALLS) > 2:
+            raise RuntimeError("boom")
+        return rng.normal()
 
     def raises_key(dataset, rng):
         raise KeyError("k")
@@ -225,6 +289,17 @@ def test_foreign_code_that_raises_or_exits_is_one_line_naming_mechanism_and_chun
     target = function if ":" in function else f"{releases}:{function}"
     text = _audit_toml(mechanism=_blackbox(target)) + 'attack = { kind = "threshold" }\n'
     _refused(tmp_path, text, "mechanism my-release", *needles)
+
+
+def test_foreign_code_that_raises_in_the_fit_sample_is_one_line(tmp_path, releases) -> None:
+    """The default attack of a black box learns: the release function's errors in its fit
+    sample name the mechanism and the chunk as in every other draw."""
+    target = f"{releases}:raises_after_the_probe"
+    _refused(
+        tmp_path,
+        _audit_toml(mechanism=_blackbox(target)),
+        "mechanism my-release raised RuntimeError: boom (fit chunk 0, dataset D)",
+    )
 
 
 # --- the store --------------------------------------------------------------------------------
@@ -311,9 +386,9 @@ _SLOW_PILOT = textwrap.dedent(
     CALLS = []
 
     def slow_after_first_pilot_chunk(dataset, size, rng):
-        # Vectorised: one call per dataset and chunk. The probe draws 2 outputs; the first two
-        # larger draws are quick, everything after them slow.
-        if size > 2:
+        # Vectorised: one call per dataset and chunk. The probe (and any timing draw) draws at
+        # most 64 outputs; the first two pilot draws are quick, everything after them slow.
+        if size > 64:
             CALLS.append(size)
             if len(CALLS) > 2:
                 time.sleep(60)
@@ -322,9 +397,13 @@ _SLOW_PILOT = textwrap.dedent(
 )
 
 
-def test_sigint_during_the_pilot_of_a_stored_run_keeps_the_pilot(tmp_path: Path) -> None:
-    """A real Ctrl-C (SIGINT) to ``dpaudit run --store`` during its pilot: one line saying what
-    was kept, exit 130, no report; the finished pilot chunk stays in the store."""
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_during_the_pilot_of_a_stored_run_keeps_the_pilot(
+    tmp_path: Path, signum: int
+) -> None:
+    """A real Ctrl-C (SIGINT), or a ``kill`` (SIGTERM), to ``dpaudit run --store`` during its
+    pilot: one line saying what was kept, exit 130, no report; the finished pilot chunk stays in
+    the store."""
     (tmp_path / "slow_release.py").write_text(_SLOW_PILOT)
     spec = _spec(
         tmp_path,
@@ -348,7 +427,7 @@ def test_sigint_during_the_pilot_of_a_stored_run_keeps_the_pilot(tmp_path: Path)
     while not list(store.glob("*/pilot-000000000000.npz")) and time.monotonic() < deadline:
         time.sleep(0.05)
     time.sleep(0.5)  # into the slow second pilot chunk
-    run.send_signal(signal.SIGINT)
+    run.send_signal(signum)
     _, err = run.communicate(timeout=30)
     assert run.returncode == 130, err
     assert err.count("\n") == 1 and "interrupted; no report written" in err

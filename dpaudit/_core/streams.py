@@ -35,8 +35,8 @@ __all__ = [
 ]
 
 #: Stream ids of ``spawn_key=(id, chunk)``: the engine's fit sample, pilot, selection and
-#: evaluation trials and output-shape probe; the accountant audit's two orders of the pair and
-#: its probe; the root seed of each look of :func:`dpaudit.testing.assert_private`
+#: evaluation trials, output-shape probe and timing draws; the accountant audit's two orders of
+#: the pair and its probe; the root seed of each look of :func:`dpaudit.testing.assert_private`
 #: (:func:`derived_seed`).
 STREAMS = {
     "fit": 0,
@@ -44,6 +44,7 @@ STREAMS = {
     "selection": 2,
     "evaluation": 3,
     "probe": 4,
+    "timing": 5,
     "accountant_d_d_prime": 16,
     "accountant_d_prime_d": 17,
     "accountant_probe": 18,

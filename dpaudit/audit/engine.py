@@ -19,7 +19,8 @@ The way data flows (docs/architecture.md#data-flow):
    result is therefore bit-identical for any ``n_jobs`` and any execution order.
 
 Streams: ``0`` fit, ``1`` pilot, ``2`` selection, ``3`` evaluation, ``4`` a two-trial probe of
-the output shape. The selection sample is drawn *in addition* to the ``trials`` evaluation runs.
+the output shape, ``5`` timing draws (only when the probe is slow; they never enter the result).
+The selection sample is drawn *in addition* to the ``trials`` evaluation runs.
 
 Long runs: with ``store=DIR`` every finished pilot chunk and batch is saved atomically
 (:class:`~dpaudit.audit.store.ChunkStore`) and a restarted audit draws only what is not yet
@@ -30,7 +31,9 @@ torch generators seeded per ``(stream, chunk)`` the same way; the counts feed th
 statistics.
 
 Runs beyond what the machine can do (:mod:`dpaudit.audit.limits`) are refused: trial counts and
-output sizes before anything is drawn, a run the pilot shows to be too slow before its selection.
+output sizes before anything is drawn; a run too slow for the longest run within seconds, before
+the fit and the pilot when the probe is slow (after a few timing draws: at most
+:data:`PRE_CHECK_SECONDS` of drawing come before a check), else after the pilot.
 A mechanism that raises, or returns outputs of the wrong shape or NaN/infinite values, stops the
 audit with a ``ValueError`` naming the mechanism, the stream, the chunk and the problem.
 """
@@ -63,7 +66,13 @@ from dpaudit.attacks.likelihood_ratio import LikelihoodRatio
 from dpaudit.audit import device as _device
 from dpaudit.audit.backends import on_dask, single_threaded
 from dpaudit.audit.grid import MAX_BINS, ScoreGrid
-from dpaudit.audit.limits import SMALLEST_CHUNK, check_duration, check_output_size, check_trials
+from dpaudit.audit.limits import (
+    SMALLEST_CHUNK,
+    check_duration,
+    check_learning_sample,
+    check_output_size,
+    check_trials,
+)
 from dpaudit.audit.privacy_loss import PrivacyLossStatistics
 from dpaudit.audit.result import AuditResult
 from dpaudit.audit.store import ChunkStore
@@ -83,12 +92,15 @@ __all__ = [
     "overhead_budget",
     "AUTO_PARALLEL_SECONDS",
     "auto_n_jobs",
+    "PRE_CHECK_SECONDS",
+    "TIMED_SECONDS",
 ]
 
 #: The engine's random streams: ``SeedSequence(seed, spawn_key=(STREAMS[name], chunk))`` (the
 #: table of every stream is :data:`dpaudit._core.streams.STREAMS`).
 STREAMS = {
-    name: _ALL_STREAMS[name] for name in ("fit", "pilot", "selection", "evaluation", "probe")
+    name: _ALL_STREAMS[name]
+    for name in ("fit", "pilot", "selection", "evaluation", "probe", "timing")
 }
 
 #: Largest pilot sample per dataset (it fixes the score grid); never more than the selection.
@@ -118,8 +130,8 @@ _FINE_BATCH_VALUES = 2**18
 #: pilot and a learning attack's extra training outputs) are at most this fraction of the
 #: selection + evaluation trials, per dataset: a mechanism is run at most
 #: ``(1 + OVERHEAD) * (trials + selection_trials)`` times per dataset, plus a two-output shape
-#: probe, which matters when every output is a call into
-#: foreign code.
+#: probe (and, when the probe is slow, the timing draws of :data:`PRE_CHECK_SECONDS`), which
+#: matters when every output is a call into foreign code.
 OVERHEAD = 0.5
 
 #: How often the batches of an audit are started again after a worker process died.
@@ -129,6 +141,15 @@ WORKER_RETRIES = 3
 #: in one process, else in this process. Starting workers (each imports numpy, scipy and dpaudit)
 #: costs about a second on a quiet 2-core machine, so shorter audits gain nothing from them.
 AUTO_PARALLEL_SECONDS = 2.0
+
+#: The most seconds the fit and the pilot may take before the run's duration is checked
+#: (:func:`~dpaudit.audit.limits.check_duration`): when the probe cannot rule out that they take
+#: longer, the mechanism is timed first, on stream ``"timing"``.
+PRE_CHECK_SECONDS = 10.0
+
+#: A timing draw that takes this long measures the cost of a trial (the fixed cost of a call
+#: no longer counts much): the run's duration is checked at that speed.
+TIMED_SECONDS = 0.1
 
 #: Runs at least this long (selection + evaluation trials) show a progress bar by default.
 _AUTO_PROGRESS_TRIALS = 10**7
@@ -200,26 +221,36 @@ def _scores(attack: Attack, outputs: np.ndarray, size: int) -> np.ndarray:
     return s
 
 
-def _sample(job: _Job, stream: str, chunk: int, size: int, rng: np.random.Generator) -> tuple:
-    """Outputs under ``D`` and ``D_prime``, checked: ``size`` of them, the probe's shape, finite."""
+def _sample(
+    mechanism: Any,
+    pair: NeighbouringPair,
+    seed: int,
+    output_shape: tuple[int, ...],
+    stream: str,
+    chunk: int,
+    size: int,
+) -> tuple:
+    """Outputs of chunk ``chunk`` of ``stream`` under ``D`` and ``D_prime``, checked: ``size``
+    of them, of the probe's ``output_shape``, finite."""
+    rng = chunk_generator(seed, stream, chunk)
     outputs = []
-    for label, dataset in (("D", job.pair.d), ("D_prime", job.pair.d_prime)):
+    for label, dataset in (("D", pair.d), ("D_prime", pair.d_prime)):
         where = f"({stream} chunk {chunk}, dataset {label})"
-        name = getattr(job.mechanism, "name", type(job.mechanism).__name__)
+        name = getattr(mechanism, "name", type(mechanism).__name__)
         try:
-            y = np.asarray(job.mechanism.sample(dataset, size, rng))
+            y = np.asarray(mechanism.sample(dataset, size, rng))
         except (Exception, SystemExit) as exc:  # foreign code may call sys.exit
             message = " ".join(str(exc).split())
             raise ValueError(
                 f"mechanism {name} raised {type(exc).__name__}: {message} {where}"
             ) from exc
-        if y.shape != (size, *job.output_shape):
+        if y.shape != (size, *output_shape):
             raise ValueError(
                 f"mechanism {name} returned {y.shape[0] if y.ndim else 0} outputs, expected "
                 f"{size} {where}"
                 if y.ndim == 0 or y.shape[0] != size
                 else f"mechanism {name} returned outputs of shape {y.shape[1:]}, expected "
-                f"{job.output_shape} as in its first outputs {where}"
+                f"{output_shape} as in its first outputs {where}"
             )
         if y.dtype.kind in "fc" and not np.isfinite(y).all():
             raise ValueError(f"mechanism {name} returned NaN or infinite outputs {where}")
@@ -228,8 +259,7 @@ def _sample(job: _Job, stream: str, chunk: int, size: int, rng: np.random.Genera
 
 
 def _draw(job: _Job, stream: str, chunk: int, size: int) -> tuple[np.ndarray, np.ndarray]:
-    rng = chunk_generator(job.seed, stream, chunk)
-    y0, y1 = _sample(job, stream, chunk, size, rng)
+    y0, y1 = _sample(job.mechanism, job.pair, job.seed, job.output_shape, stream, chunk, size)
     try:
         return _scores(job.attack, y0, size), _scores(job.attack, y1, size)
     except (Exception, SystemExit) as exc:
@@ -536,10 +566,12 @@ def _resolve_pair(mechanism: Any, pair: object, attack: object) -> NeighbouringP
     return _check_pair(pair)
 
 
-def _probe(mechanism: Any, pair: NeighbouringPair, seed: int) -> np.ndarray:
-    """Two outputs under ``D`` (stream ``"probe"``): the shape of an output, and a check of the
-    ``sample`` contract; foreign code that fails here fails with one line."""
+def _probe(mechanism: Any, pair: NeighbouringPair, seed: int) -> tuple[np.ndarray, float]:
+    """Two outputs under ``D`` (stream ``"probe"``) and the seconds they took: the shape of an
+    output, and a check of the ``sample`` contract; foreign code that fails here fails with one
+    line."""
     check_output_size(mechanism, pair)
+    started = time.perf_counter()
     try:
         probe = np.asarray(mechanism.sample(pair.d, 2, chunk_generator(seed, "probe", 0)))
     except (Exception, SystemExit) as exc:  # foreign code may call sys.exit
@@ -548,42 +580,87 @@ def _probe(mechanism: Any, pair: NeighbouringPair, seed: int) -> np.ndarray:
         raise ValueError(
             f"mechanism {name} raised {type(exc).__name__}: {message} (probe chunk 0, dataset D)"
         ) from exc
+    seconds = time.perf_counter() - started
     if probe.ndim == 0 or probe.shape[0] != 2:
         raise ValueError("mechanism.sample(dataset, size, rng) must return size outputs on axis 0")
-    return probe
+    return probe, seconds
+
+
+def _check_speed(
+    mechanism: Any,
+    pair: NeighbouringPair,
+    seed: int,
+    output_shape: tuple[int, ...],
+    chunk_size: int,
+    probe_seconds: float,
+    before: int,
+    total_trials: int,
+    n_jobs: int | None,
+) -> None:
+    """Refuse (``ValueError``, :func:`~dpaudit.audit.limits.check_duration`) a run of
+    ``total_trials`` per dataset whose drawing alone would outlast the longest run, before the
+    fit and the pilot draw their ``before`` outputs per dataset.
+
+    Nothing is drawn when the probe (two outputs in ``probe_seconds``) shows that those take
+    at most :data:`PRE_CHECK_SECONDS` even if every output cost as much as a call. Otherwise
+    stream ``"timing"`` draws 1, 2, 4, ... trials on both datasets (chunk ``i`` holds ``2^i``,
+    at most ``chunk_size``) until a draw takes :data:`TIMED_SECONDS` or is a whole chunk (its
+    speed is then the run's: checked) or shows the fit and the pilot to be short. These draws
+    are not part of the result."""
+    if before * probe_seconds <= PRE_CHECK_SECONDS:
+        return
+    name = getattr(mechanism, "name", type(mechanism).__name__)
+    chunk, size = 0, 1
+    while True:
+        started = time.perf_counter()
+        _sample(mechanism, pair, seed, output_shape, "timing", chunk, size)
+        seconds = time.perf_counter() - started
+        if seconds >= TIMED_SECONDS or size >= chunk_size:
+            check_duration(name, total_trials, size, seconds, -1 if n_jobs is None else n_jobs)
+            return
+        if before * seconds / size <= PRE_CHECK_SECONDS:
+            return
+        chunk, size = chunk + 1, min(2 * size, chunk_size)
+
+
+def _chosen_attack(
+    mechanism: Any,
+    pair: NeighbouringPair,
+    attack: Attack | None,
+    probe: np.ndarray,
+    budget: dict[str, int],
+    device: str | None,
+) -> Attack:
+    """The attack (the default one when ``None``, with the ``training`` outputs of the overhead
+    ``budget``), checked. With a torch ``device`` an attack without a device score is refused
+    before it learns anything."""
+    if attack is None:
+        attack = _default_attack(mechanism, pair, probe, budget["training"])
+    if not isinstance(attack, Attack):
+        raise ValueError(f"attack must be a dpaudit Attack, got {type(attack).__name__}")
+    if device is not None:
+        _device.check_support(mechanism, attack, device)
+    return attack
 
 
 def _fitted_attack(
     mechanism: Any,
     pair: NeighbouringPair,
-    attack: Attack | None,
-    probe: np.ndarray,
+    attack: Attack,
     seed: int,
-    trials: int,
-    selection_trials: int,
-    device: str | None = None,
-) -> tuple[Attack, int, int]:
-    """The attack (the default one when ``None``), fitted on stream ``"fit"`` when it learns;
-    with the fit and pilot sample sizes of the overhead budget. With a torch ``device`` an
-    attack without a device score is refused before it learns anything."""
-    if attack is None:
-        training = overhead_budget(trials, selection_trials)["training"]
-        attack = _default_attack(mechanism, pair, probe, training)
-    if not isinstance(attack, Attack):
-        raise ValueError(f"attack must be a dpaudit Attack, got {type(attack).__name__}")
-    if device is not None:
-        _device.check_support(mechanism, attack, device)
-    budget = overhead_budget(trials, selection_trials, attack.learns)
-    fit_trials = budget["fit"] if attack.learns else 0
-    if attack.learns:
-        attack.limit_training(budget["training"])
-        rng = chunk_generator(seed, "fit", 0)
-        fitted = attack.fit(
-            mechanism.sample(pair.d, fit_trials, rng),
-            mechanism.sample(pair.d_prime, fit_trials, rng),
-        )
-        attack = attack if fitted is None else fitted
-    return attack, fit_trials, budget["pilot"]
+    output_shape: tuple[int, ...],
+    budget: dict[str, int],
+) -> Attack:
+    """The attack fitted on chunk 0 of stream ``"fit"`` (``budget["fit"]`` outputs per dataset,
+    checked as every chunk is) when it learns, limited to the budget's ``training`` outputs. A
+    fit sample beyond the machine's memory is refused before it is drawn."""
+    if not attack.learns:
+        return attack
+    size = budget["fit"]
+    check_learning_sample(attack.name, size, math.prod(output_shape))
+    attack.limit_training(budget["training"])
+    fitted = attack.fit(*_sample(mechanism, pair, seed, output_shape, "fit", 0, size))
+    return attack if fitted is None else fitted
 
 
 def _fix_grid(
@@ -832,7 +909,7 @@ def audit_mechanism(
         target = _open_device(device, mechanism, privacy_loss, store, n_jobs)
     pair = _resolve_pair(mechanism, pair, attack)
 
-    probe = _probe(mechanism, pair, seed)
+    probe, probe_seconds = _probe(mechanism, pair, seed)
     output_shape = tuple(int(n) for n in probe.shape[1:])
     values_per_output = max(1, int(np.prod(output_shape, dtype=np.int64)))
     if chunk_size is None:
@@ -847,9 +924,24 @@ def audit_mechanism(
     default = attack is None
     if privacy_loss and attack is not None:
         _check_exact(attack, mechanism, pair)  # before fitting anything
-    attack, fit_trials, pilot_trials = _fitted_attack(
-        mechanism, pair, attack, probe, seed, trials, selection_trials, device
+    attack = _chosen_attack(
+        mechanism, pair, attack, probe, overhead_budget(trials, selection_trials), device
     )
+    budget = overhead_budget(trials, selection_trials, attack.learns)
+    fit_trials, pilot_trials = budget["fit"], budget["pilot"]
+    if target is None:
+        _check_speed(
+            mechanism,
+            pair,
+            seed,
+            output_shape,
+            chunk_size,
+            probe_seconds,
+            sum(budget.values()),
+            selection_trials + trials,
+            n_jobs,
+        )
+    attack = _fitted_attack(mechanism, pair, attack, seed, output_shape, budget)
     exact = _is_exact(attack, mechanism, pair)
     if privacy_loss:
         _check_exact(attack, mechanism, pair)

@@ -1,7 +1,7 @@
 """What this machine can do: limits a run is checked against before it starts.
 
 An audit that cannot finish should say so at once, in one line, rather than hang for years or
-die of ``MemoryError`` after hours. Three checks, each derived from the machine it runs on:
+die of ``MemoryError`` after hours. Four checks, each derived from the machine it runs on:
 
 - :func:`check_trials` (before anything is drawn): the number of trials per dataset must fit in
   :data:`LONGEST_RUN_DAYS` on this machine's cores even at :data:`FASTEST_VALUES_PER_SECOND`, a
@@ -10,8 +10,11 @@ die of ``MemoryError`` after hours. Three checks, each derived from the machine 
 - :func:`check_output_size` (before anything is drawn): a chunk of :data:`SMALLEST_CHUNK` trials
   on both datasets, as float64, must fit in a quarter of the machine's memory (a composition
   nested 30 deep has 2^30 values per output).
-- :func:`check_duration` (after the pilot, before selection): at the speed the pilot measured,
-  with every worker busy, the run must fit in :data:`LONGEST_RUN_DAYS`.
+- :func:`check_learning_sample` (before a learning attack's fit sample is drawn): that sample,
+  as float64, must fit in a quarter of the machine's memory as well.
+- :func:`check_duration` (before the fit and the pilot when the mechanism's probe is slow, at
+  the speed of the engine's timing draws; after the pilot, before selection, at the pilot's
+  speed): with every worker busy, the run must fit in :data:`LONGEST_RUN_DAYS`.
 
 Every refusal is a ``ValueError`` whose message says the limit and where it comes from.
 """
@@ -32,6 +35,7 @@ __all__ = [
     "max_trials",
     "check_trials",
     "check_output_size",
+    "check_learning_sample",
     "check_duration",
 ]
 
@@ -94,21 +98,46 @@ def check_output_size(mechanism: Any, pair: NeighbouringPair) -> None:
     except (Exception, SystemExit):  # foreign code may call sys.exit
         return
     values = math.prod(shape)
-    need = 2 * SMALLEST_CHUNK * 8 * values
-    if need > memory // 4:
+    beyond = _beyond_memory(SMALLEST_CHUNK * values, memory)
+    if beyond:
         name = str(getattr(mechanism, "name", type(mechanism).__name__))
         raise ValueError(
             f"mechanism {name[:80]} has {values:,} output values per trial: a chunk of "
-            f"{SMALLEST_CHUNK} trials on both datasets needs {need / 2**30:,.1f} GiB, more than "
-            f"a quarter of this machine's {memory / 2**30:,.1f} GiB of memory"
+            f"{SMALLEST_CHUNK} trials on both datasets needs {beyond}"
         )
 
 
+def check_learning_sample(attack: str, outputs: int, values: int) -> None:
+    """Refuse (``ValueError``) the fit sample of the learning attack named ``attack``,
+    ``outputs`` per dataset of ``values`` values each, when on both datasets, as float64, it
+    does not fit in a quarter of this machine's memory (the outputs of a wide mechanism)."""
+    memory = _physical_memory()
+    beyond = None if memory is None else _beyond_memory(outputs * values, memory)
+    if beyond:
+        raise ValueError(
+            f"attack {attack[:80]} learns from {outputs:,} outputs per dataset of {values:,} "
+            f"values each: on both datasets they need {beyond}; use an attack that does not "
+            "learn"
+        )
+
+
+def _beyond_memory(values: int, memory: int) -> str | None:
+    """``"X GiB, more than a quarter of this machine's Y GiB of memory"`` when ``values``
+    float64 values per dataset, on both datasets, need more than a quarter of ``memory``."""
+    need = 2 * 8 * values
+    if need <= memory // 4:
+        return None
+    return (
+        f"{need / 2**30:,.1f} GiB, more than a quarter of this machine's "
+        f"{memory / 2**30:,.1f} GiB of memory"
+    )
+
+
 def check_duration(name: str, trials: int, drawn: int, seconds: float, n_jobs: int) -> None:
-    """Refuse (``ValueError``) ``trials`` per dataset of mechanism ``name`` when ``drawn`` pilot
-    trials took ``seconds`` and the whole run would take longer than :data:`LONGEST_RUN_DAYS`
-    even with its ``n_jobs`` workers (joblib's convention: ``-1`` one per core, ``-2`` all cores
-    but one) busy all the time."""
+    """Refuse (``ValueError``) ``trials`` per dataset of mechanism ``name`` when ``drawn`` trials
+    (on both datasets) took ``seconds`` and the whole run would take longer than
+    :data:`LONGEST_RUN_DAYS` even with its ``n_jobs`` workers (joblib's convention: ``-1`` one
+    per core, ``-2`` all cores but one) busy all the time."""
     if drawn <= 0 or seconds <= 0:
         return
     workers = max(1, _cores() + 1 + n_jobs if n_jobs < 0 else n_jobs)
@@ -118,7 +147,7 @@ def check_duration(name: str, trials: int, drawn: int, seconds: float, n_jobs: i
         fits = int(_SECONDS * workers / per_trial)
         raise ValueError(
             f"{trials:,} selection and evaluation trials per dataset of {name[:80]} would take "
-            f"about {planned / 86_400:,.0f} days here (the pilot drew a trial on both datasets "
-            f"in {per_trial:.2g} s; {workers} worker{'s' if workers > 1 else ''}): at most "
+            f"about {planned / 86_400:,.0f} days here (a trial on both datasets took "
+            f"{per_trial:.2g} s; {workers} worker{'s' if workers > 1 else ''}): at most "
             f"about {fits:,} fit in {LONGEST_RUN_DAYS} days; lower trials or add workers"
         )

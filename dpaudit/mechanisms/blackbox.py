@@ -12,7 +12,9 @@ once is called as ``fn(dataset, size, rng)`` once per chunk: declared with ``vec
 or detected from its signature (a parameter named ``size``) when ``vectorised`` is not given.
 An audit runs the function at most ``2 * 1.5 * (trials + selection_trials)`` times in all,
 plus a two-output shape probe (:data:`dpaudit.audit.engine.OVERHEAD`), and its result says
-where the outputs went (``result.metadata["random"]["outputs_per_dataset"]``).
+where the outputs went (``result.metadata["random"]["outputs_per_dataset"]``); a function whose
+probe is slow is also timed on fewer than two chunks per dataset before the fit and the pilot
+(:data:`dpaudit.audit.engine.PRE_CHECK_SECONDS`), draws that are not part of the result.
 
 The randomness comes from the ``numpy.random.Generator`` the engine hands to every chunk, so an
 audit is reproducible exactly when ``fn`` draws all its randomness from ``rng``. Foreign code with
