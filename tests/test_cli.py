@@ -574,3 +574,15 @@ def test_sigterm_stops_like_an_interrupt_and_leaves_nothing_half_written(tmp_pat
     assert not (tmp_path / "out").exists()
     assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]
     assert not list((tmp_path / "store").rglob(".*.tmp"))
+
+
+def test_a_command_first_removes_what_a_killed_report_writer_left(tmp_path, capsys):
+    """A report writer killed with ``kill -9`` leaves its hidden temporary directory; the next
+    command with ``-o`` beside it removes it before its own work, even one that then fails."""
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    debris = tmp_path / f".old-report.{'d' * 12}.{reports.writer._host()}-{gone.pid}.tmp"
+    (debris / "figures").mkdir(parents=True)
+    code, _, err = run_cli(capsys, "report", tmp_path / "missing.json", "-o", tmp_path / "out")
+    assert code == EXIT_USER_ERROR and "not found" in err
+    assert leftovers(tmp_path) == []

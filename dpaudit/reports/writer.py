@@ -6,9 +6,14 @@ place only when complete, so an interrupted or failed write leaves nothing behin
 earlier report at the same place untouched).
 
 The temporary directory is ``.<name>.<random>.<host>-<pid>.tmp`` (and an earlier report being
-replaced briefly ``... .old``). A process killed while writing (``kill -9``) cannot remove it; the
-next write to the same place removes every such directory whose process, on this host, is gone.
-Directories of running writers, of other hosts, and anything else are left alone.
+replaced briefly ``... .old``). A process killed while writing (``kill -9``) cannot remove it, so
+every check of an output directory (:func:`check_output_directory`: each command that writes a
+report runs it before any work, and every write) removes such directories beside it, whatever
+report they were for, once they are abandoned: written on this host by a process that is gone,
+or by this very process id without this process writing them (a container runs every command
+under the same process id), or, when their writer cannot be checked (another host, or a process
+id in use again), untouched for :data:`STALE_SECONDS`. Directories of running writers, recent
+ones of other hosts, and anything not named so are left alone.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import os
 import re
 import shutil
 import socket
+import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -31,10 +37,28 @@ from dpaudit.reports.html import render_html
 from dpaudit.reports.markdown import render_markdown
 from dpaudit.reports.records import as_record, check_audits, results_document
 
-__all__ = ["write", "atomic_directory", "check_output_directory", "REPORT_FILES"]
+__all__ = [
+    "write",
+    "atomic_directory",
+    "check_output_directory",
+    "REPORT_FILES",
+    "STALE_SECONDS",
+]
 
 #: The files of a report directory (figures go to ``figures/``).
 REPORT_FILES = ("index.html", "README.md", "results.json")
+
+#: A writer's temporary directory whose process cannot be checked counts as abandoned when
+#: nothing in it has changed for this many seconds (writing a report takes seconds to minutes).
+STALE_SECONDS = 3600.0
+
+#: The names of the temporary directories this process is writing now (:func:`atomic_directory`).
+_WRITING: set[str] = set()
+
+#: The name of a writer's temporary directory (:func:`_sibling`).
+_TEMPORARY = re.compile(
+    r"^\..+\.[0-9a-f]{12}\.(?P<host>[0-9a-f]{6})-(?P<pid>\d+)\.(tmp|old)$", re.DOTALL
+)
 
 
 def _replaceable(path: Path) -> bool:
@@ -53,9 +77,11 @@ def check_output_directory(path: str | Path, *, name: str = "output directory") 
 
     A report directory holds only :data:`REPORT_FILES` and ``figures/``. Called before a long
     run so that a run is not wasted on a directory that cannot be written; the command line
-    passes its option, ``name="-o"``.
+    passes its option, ``name="-o"``. The temporary directories that killed writers left beside
+    ``path`` are removed (see the module docstring).
     """
     path = check_writable_directory(name, path, replaced=True)
+    _remove_abandoned(path.parent)
     if path.exists() and not _replaceable(path):
         raise ValueError(
             f"{name} {path}: exists and is not a dpaudit report (or holds other files too); "
@@ -88,20 +114,41 @@ def _running(pid: int) -> bool:
     return True
 
 
-def _remove_stale(path: Path) -> None:
-    """Remove the temporary directories of writers of ``path`` that were killed (see the module
-    docstring): named as dpaudit names them, from this host, whose process is gone."""
-    pattern = re.compile(
-        rf"^\.{re.escape(path.name)}\.[0-9a-f]{{12}}\.(?P<host>[0-9a-f]{{6}})-(?P<pid>\d+)\."
-        r"(tmp|old)$"
-    )
-    if not path.parent.is_dir():
+def _untouched_seconds(directory: Path) -> float:
+    """Seconds since anything in ``directory`` or in its sub-directories (``figures/``) last
+    changed; ``0`` when that cannot be told."""
+    try:
+        newest = max(
+            [directory.lstat().st_mtime]
+            + [p.lstat().st_mtime for p in directory.iterdir() if p.is_dir()]
+        )
+    except OSError:
+        return 0.0
+    return time.time() - newest
+
+
+def _abandoned(entry: Path, host: str, pid: int) -> bool:
+    """Whether the temporary directory ``entry`` of writer ``host``-``pid`` is abandoned (see
+    the module docstring)."""
+    if host == _host():
+        if pid == os.getpid():
+            return entry.name not in _WRITING
+        if not _running(pid):
+            return True
+    return _untouched_seconds(entry) >= STALE_SECONDS
+
+
+def _remove_abandoned(parent: Path) -> None:
+    """Remove the abandoned temporary directories of report writers in ``parent``."""
+    try:
+        entries = list(parent.iterdir())
+    except OSError:  # not there (yet), or not readable: nothing of ours to remove
         return
-    for entry in path.parent.iterdir():
-        match = pattern.match(entry.name)
-        if match is None or match["host"] != _host() or entry.is_symlink() or not entry.is_dir():
+    for entry in entries:
+        match = _TEMPORARY.match(entry.name)
+        if match is None or entry.is_symlink() or not entry.is_dir():
             continue
-        if int(match["pid"]) != os.getpid() and not _running(int(match["pid"])):
+        if _abandoned(entry, match["host"], int(match["pid"])):
             shutil.rmtree(entry, ignore_errors=True)
 
 
@@ -117,13 +164,12 @@ def atomic_directory(path: str | Path) -> Iterator[Path]:
     path = Path(path)
     check_output_directory(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    _remove_stale(path)
-    tmp = _sibling(path, "tmp")
-    tmp.mkdir()
+    tmp, old = _sibling(path, "tmp"), _sibling(path, "old")
+    _WRITING.update((tmp.name, old.name))
     try:
+        tmp.mkdir()
         yield tmp
         if path.exists():
-            old = _sibling(path, "old")
             os.replace(path, old)
             os.replace(tmp, path)
             shutil.rmtree(old, ignore_errors=True)
@@ -132,6 +178,7 @@ def atomic_directory(path: str | Path) -> Iterator[Path]:
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+        _WRITING.difference_update((tmp.name, old.name))
 
 
 def _slug(name: str, taken: set[str]) -> str:

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import shutil
+import signal
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -20,11 +24,12 @@ from dpaudit.attacks import LikelihoodRatio
 from dpaudit.audit.engine import audit_mechanism
 from dpaudit.audit.result import AuditResult
 from dpaudit.bounds.gaussian_dp import gdp
+from dpaudit.reports import writer
 from dpaudit.reports.html import render_html
 from dpaudit.reports.markdown import render_markdown
 from dpaudit.reports.records import RESULT_KEYS, delta_key
 from dpaudit.reports.text import format_number, format_probability
-from dpaudit.reports.writer import atomic_directory
+from dpaudit.reports.writer import atomic_directory, check_output_directory
 from tests.reference import rows
 
 TRIALS = 20_000
@@ -447,13 +452,10 @@ with writer.atomic_directory(Path(sys.argv[1])) as tmp:
 """
 
 
-def test_killed_writers_leave_folders_that_the_next_write_removes(tmp_path: Path) -> None:
-    """``kill -9`` during a report write leaves ``.r.<hex>.<host>-<pid>.tmp``; the next write to
-    the same place removes it, and leaves alone what is not a dead dpaudit writer's."""
-    import os
-    import signal
-    import sys
-
+def test_killed_writers_leave_folders_that_the_next_check_removes(tmp_path: Path) -> None:
+    """``kill -9`` during a report write leaves ``.r.<hex>.<host>-<pid>.tmp``; the next check
+    of any output beside it (what every command that writes a report does before its work)
+    removes it, and leaves alone what is not an abandoned dpaudit writer's."""
     target = tmp_path / "r"
     writer_process = subprocess.Popen(
         [sys.executable, "-c", _KILLED_WRITER, str(target)],
@@ -472,12 +474,54 @@ def test_killed_writers_leave_folders_that_the_next_write_removes(tmp_path: Path
     lookalike = tmp_path / ".r.user-notes.tmp"
     for folder in (in_use, other_host, lookalike):
         folder.mkdir()
+    check_output_directory(tmp_path / "another-report")
+    assert not (tmp_path / left).exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [in_use.name, other_host.name, lookalike.name]
+    )
     with atomic_directory(target) as tmp:
         (tmp / "results.json").write_text("{}")
-    assert not (tmp_path / left).exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         ["r", in_use.name, other_host.name, lookalike.name]
     )
+
+
+def _debris(parent: Path, host: str, pid: int, hours_old: float = 0.0) -> Path:
+    """A temporary directory as a writer ``host``-``pid`` leaves it when killed, last changed
+    ``hours_old`` hours ago."""
+    folder = parent / f".report.{'c' * 12}.{host}-{pid}.tmp"
+    (folder / "figures").mkdir(parents=True)
+    (folder / "figures" / "a.png").write_bytes(b"half a report")
+    when = time.time() - 3600 * hours_old
+    for path in (folder / "figures", folder):
+        os.utime(path, (when, when))
+    return folder
+
+
+def test_debris_of_this_process_id_is_removed_unless_this_process_writes_it(
+    tmp_path: Path,
+) -> None:
+    """A container runs every command under the same process id, so a killed writer's
+    directory carries the id of the next command: removed unless that command is writing it."""
+    own = _debris(tmp_path, writer._host(), os.getpid())
+    check_output_directory(tmp_path / "out")
+    assert not own.exists()
+    with atomic_directory(tmp_path / "out") as tmp:
+        check_output_directory(tmp_path / "other")  # a check during this process's own write
+        assert tmp.is_dir()
+        (tmp / "results.json").write_text("{}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_debris_whose_writer_cannot_be_checked_is_removed_once_stale(tmp_path: Path) -> None:
+    """Another host's directory (or one of a process id in use again) is removed when nothing
+    in it has changed for ``STALE_SECONDS``, and kept while it may still be written."""
+    recent = _debris(tmp_path / "recent", "0" * 6, 1, hours_old=0.5)
+    stale = _debris(tmp_path / "stale", "0" * 6, 1, hours_old=2)
+    reused = _debris(tmp_path / "reused", writer._host(), os.getppid(), hours_old=2)
+    for folder in (recent, stale, reused):
+        check_output_directory(folder.parent / "out")
+    assert recent.exists() and not stale.exists() and not reused.exists()
 
 
 @pytest.mark.parametrize(
