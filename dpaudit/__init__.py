@@ -5,9 +5,7 @@ the scores into an empirical trade-off curve with a confidence band, and compare
 theoretical f-DP, Renyi DP and (eps, delta) curves of the same mechanism.
 """
 
-from typing import TYPE_CHECKING
-
-from dpaudit import attacks, audit, bounds, mechanisms
+from dpaudit import attacks, audit, bounds, mechanisms, reports
 from dpaudit._core.provenance import __version__
 from dpaudit.audit.accountant import audit_accountant
 from dpaudit.audit.engine import audit_mechanism
@@ -15,21 +13,9 @@ from dpaudit.audit.one_run import OneRunResult, audit_one_run, simulate_one_run
 from dpaudit.audit.result import AuditResult
 from dpaudit.audit.scores import audit_scores
 
-if TYPE_CHECKING:  # imported on first use (below); named here for type checkers
-    from dpaudit import reports
-
 # ``dpaudit.audit`` is the sub-package of the engine; calling it is a deprecated spelling of
-# ``dpaudit.audit_mechanism`` (see dpaudit._core.modules).
-
-
-def __getattr__(name: str) -> object:
-    """Import ``dpaudit.reports`` on first use: it loads matplotlib, which audits do not need."""
-    if name == "reports":
-        import dpaudit.reports
-
-        return dpaudit.reports
-    raise AttributeError(f"module 'dpaudit' has no attribute {name!r}")
-
+# ``dpaudit.audit_mechanism`` (see dpaudit._core.modules). The slow dependencies of some of
+# these (matplotlib, pandas, parts of scipy, joblib) are imported where they are used.
 
 __all__ = [
     "__version__",

@@ -19,13 +19,15 @@ import importlib.util
 import warnings
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from dpaudit._core.numbers import format_number
 from dpaudit._core.validation import check_input_file
+
+if TYPE_CHECKING:  # pandas is imported where a table is built
+    import pandas as pd
 
 __all__ = ["add_parser", "load_table", "membership_column"]
 
@@ -57,6 +59,8 @@ def _read(path: Path) -> pd.DataFrame:
 
 
 def _read_table(path: Path) -> pd.DataFrame:
+    import pandas as pd
+
     suffix = path.suffix.lower()
     if suffix == ".csv":
         return pd.read_csv(path)
@@ -81,6 +85,8 @@ def _column(frame: pd.DataFrame, name: str, path: Path) -> pd.Series:
 
 
 def _scores(series: pd.Series, name: str, path: Path) -> np.ndarray:
+    import pandas as pd
+
     values = pd.to_numeric(series, errors="coerce").to_numpy(dtype=float)
     if np.isnan(values).any():
         raise ValueError(f"{path}: column {name!r} has missing or non-numeric scores")
@@ -102,6 +108,8 @@ def _enough(count: int, what: str, minimum: int = MIN_SCORES) -> None:
 
 def membership_column(series: pd.Series, name: str) -> np.ndarray:
     """The membership column as 0/1 integers; a one-line error naming it otherwise."""
+    import pandas as pd
+
     if series.isna().any():
         raise ValueError(f"membership column {name!r} has missing values")
     values = pd.to_numeric(series, errors="coerce")

@@ -37,8 +37,6 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import joblib
-
 from dpaudit._core.validation import check_choice, check_integer
 
 __all__ = [
@@ -81,6 +79,8 @@ def dask_available() -> bool:
 
 def on_dask() -> bool:
     """Whether ``joblib.Parallel`` would run its tasks on a Dask cluster here."""
+    import joblib
+
     if "distributed" not in sys.modules:
         return False
     active, _ = joblib.parallel.get_active_backend()
@@ -144,6 +144,8 @@ def backend(
     ------
     The ``dask.distributed.Client`` for ``"dask"``, ``None`` for ``"local"``.
     """
+    import joblib
+
     name = check_choice("backend", name, BACKENDS)
     if scheduler is not None:
         if name != "dask":

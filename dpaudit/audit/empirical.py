@@ -24,13 +24,16 @@ Two kinds of confidence statement (``gamma = 1 - confidence``):
 from __future__ import annotations
 
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from dpaudit._core.validation import check_probability
 from dpaudit.audit.confidence import clopper_pearson_lower, clopper_pearson_upper, dkw_radius
 from dpaudit.bounds.tradeoff import PiecewiseLinearTradeoff, from_points
+
+if TYPE_CHECKING:  # pandas is imported where a table is built
+    import pandas as pd
 
 __all__ = ["EmpiricalTradeoff", "cumulative_errors"]
 
@@ -266,6 +269,8 @@ class EmpiricalTradeoff:
     # ----------------------------------------------------------------- tables
     def to_frame(self) -> pd.DataFrame:
         """One row per threshold: counts, estimates, pointwise bounds and the band."""
+        import pandas as pd
+
         band = self._band
         return pd.DataFrame(
             {

@@ -48,12 +48,9 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from joblib import Parallel, delayed
-from joblib.externals.loky.process_executor import TerminatedWorkerError
-from tqdm import tqdm
 
 from dpaudit._core.device import check_device, torch_device
 from dpaudit._core.provenance import audit_metadata, versions
@@ -78,6 +75,9 @@ from dpaudit.audit.result import AuditResult
 from dpaudit.audit.store import ChunkStore
 from dpaudit.audit.strategies import STRATEGIES, default_selection_trials
 from dpaudit.mechanisms.base import NeighbouringPair
+
+if TYPE_CHECKING:  # joblib and tqdm are imported when trials run, not with dpaudit
+    from tqdm import tqdm
 
 __all__ = [
     "audit_mechanism",
@@ -420,6 +420,8 @@ def _pilot_chunks(
 ) -> Iterator[tuple[np.ndarray, float]]:
     """The timed scores of the pilot's ``chunks`` in order: in this process, or by ``n_jobs``
     workers (not ``None`` or 1) when there are at least two chunks."""
+    from joblib import Parallel, delayed
+
     if n_jobs is None or n_jobs == 1 or len(chunks) < 2:
         return (_timed_draw(job, "pilot", chunk, sizes[chunk]) for chunk in chunks)
     run = single_threaded(_timed_draw) if on_dask() else _timed_draw
@@ -438,6 +440,8 @@ def _one_more_death(deaths: int, exc: BaseException) -> int:
 
 def _worker_deaths() -> tuple[type[BaseException], ...]:
     """Errors that mean a worker process died (a Dask cluster's only when Dask is in use)."""
+    from joblib.externals.loky.process_executor import TerminatedWorkerError
+
     distributed = sys.modules.get("distributed")
     killed = getattr(distributed, "KilledWorker", None)
     return (TerminatedWorkerError,) if killed is None else (TerminatedWorkerError, killed)
@@ -453,6 +457,8 @@ def _tallies(
 ) -> Iterator[tuple[int, _Tally]]:
     """The tallies of ``batches[start:]`` in batch order: stored ones loaded, the others run
     (and stored as soon as they are finished)."""
+    from joblib import Parallel, delayed
+
     pending = [b for b in batches[start:] if (b[0], b[1]) not in finished]
     run = single_threaded(_run_batch) if on_dask() else _run_batch
     with contextlib.ExitStack() as stack:
@@ -685,6 +691,8 @@ def _fix_grid(
 
 def _progress_bar(progress: bool | None, total: int, mechanism: Any) -> tqdm:
     """The progress bar on stderr; ``None`` shows it for long runs when stderr is a terminal."""
+    from tqdm import tqdm
+
     if progress is None:
         # Long runs: shown when stderr is a terminal (tqdm's own check).
         disable = None if total >= _AUTO_PROGRESS_TRIALS else True

@@ -13,14 +13,16 @@ result module imports this one, not the other way round). They live in ``audit``
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 from scipy import special
 
 from dpaudit._core.validation import check_probability
 from dpaudit.mechanisms.base import METHOD_KINDS
+
+if TYPE_CHECKING:  # pandas is imported where a table is built
+    import pandas as pd
 
 __all__ = ["result_frame", "theory_comparison", "tightness", "tightness_ratio"]
 
@@ -28,6 +30,8 @@ __all__ = ["result_frame", "theory_comparison", "tightness", "tightness_ratio"]
 def result_frame(result: Any, deltas: Sequence[float]) -> pd.DataFrame:
     """One row per reported number: quantity, query, value, kind (lower bound / estimate),
     threshold, strategy, confidence and trials (the GDP estimate only when there is one)."""
+    import pandas as pd
+
     rows = []
     for d in deltas:
         w = result.epsilon_witness(d)
@@ -91,6 +95,8 @@ def theory_comparison(
     ``tightness = lower_bound / theory`` (:func:`tightness_ratio`). A method that cannot answer at
     some ``delta`` gets ``NaN`` there and says why in the ``note`` column.
     """
+    import pandas as pd
+
     mechanism = result.mechanism
     if mechanism is None:
         raise ValueError("theory_comparison needs the mechanism object (not kept in JSON)")

@@ -81,7 +81,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import stats
 from scipy.special import expit, ndtr, ndtri
 
 from dpaudit._core.jsonvalues import to_json_value
@@ -217,6 +216,8 @@ def split_canaries(m: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 def check_design(included: np.ndarray, level: float = DESIGN_CHECK_LEVEL) -> float:
     """The two-sided binomial p-value of the number of included canaries under independent fair
     coins; raises ``ValueError`` naming ``included`` when it is below ``level``."""
+    from scipy import stats
+
     z = np.asarray(included)
     n_in = int(z.sum())
     p_value = float(stats.binomtest(n_in, z.size, 0.5).pvalue)
@@ -246,6 +247,8 @@ def steinke_p_value(m: int, k: int, c: int, eps: float, delta: float) -> float:
     Steinke, Nasr & Jagielski 2023, Theorem 5.2 (the ``delta`` term is ``2 m delta`` times the
     largest ``(f(c - i) - f(c)) / i``).
     """
+    from scipy import stats
+
     q = float(expit(eps))
     tail = float(stats.binom.sf(c - 1, k, q))
     if delta == 0 or c == 0:

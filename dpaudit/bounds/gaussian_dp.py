@@ -23,7 +23,6 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
-from scipy import integrate
 from scipy.special import erfcx, log_ndtr, ndtr, ndtri
 
 from dpaudit._core.validation import (
@@ -310,6 +309,8 @@ def berry_esseen_functionals(rate: float, sigma: float) -> BerryEsseenFunctional
     The integrals run to ``max(mu, mu/2) + 40`` (the weights are below ``e^-800`` beyond), with
     relative tolerance ``1e-11``.
     """
+    from scipy import integrate
+
     p = check_probability("rate", rate, low_open=True)
     mu = 1.0 / check_positive("sigma", sigma)
     lo, hi = 0.5 * mu, mu + 40.0

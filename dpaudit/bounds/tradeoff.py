@@ -25,7 +25,6 @@ import warnings
 from collections.abc import Callable
 
 import numpy as np
-from scipy.optimize import isotonic_regression
 
 from dpaudit._core.validation import (
     check_array_in_unit_interval,
@@ -405,6 +404,8 @@ def _lower_hull(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     pool-adjacent-violators algorithm (``scipy.optimize.isotonic_regression``, O(n) in C) are
     the hull's segments, so the pool boundaries are its vertices.
     """
+    from scipy.optimize import isotonic_regression
+
     if x.size <= 2:
         return x, y
     blocks = isotonic_regression(np.diff(y) / np.diff(x), weights=np.diff(x)).blocks

@@ -43,7 +43,6 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from dpaudit._core.streams import object_generator
 from dpaudit._core.validation import (
@@ -421,6 +420,8 @@ class NoisyMean(Mechanism):
         ``sum_b Bin(b; m_j, (1 + p_j)/2) f(y_j - (F_j + 2b - m_j) / n)``, summed in log space
         (one vectorised pass per value of ``b``).
         """
+        from scipy import stats
+
         x = self.records(dataset)
         y = check_outputs(outputs, (self.d,))
         fixed = x.sum(axis=0, dtype=np.int64).astype(float)

@@ -18,17 +18,18 @@ from __future__ import annotations
 import io
 import textwrap
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 
 from dpaudit._core.validation import check_choice
 from dpaudit.audit.grid import ScoreGrid
 from dpaudit.reports.records import as_record, from_json_value
 from dpaudit.reports.text import claim_label, format_delta, format_number, level_per_test
+
+if TYPE_CHECKING:  # matplotlib is imported when a figure is drawn, not with dpaudit.reports
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 __all__ = [
     "plot_tradeoff",
@@ -77,10 +78,18 @@ _METHOD_TITLES = {
 LEGEND_WRAP = 60
 
 
-def _new_axes(figsize: tuple[float, float] = (6.0, 4.6)) -> Axes:
+def _new_figure(figsize: tuple[float, float]) -> Figure:
+    """A figure on the Agg canvas (no pyplot state)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     fig = Figure(figsize=figsize, layout="constrained")
     FigureCanvasAgg(fig)
-    return fig.add_subplot()
+    return fig
+
+
+def _new_axes(figsize: tuple[float, float] = (6.0, 4.6)) -> Axes:
+    return _new_figure(figsize).add_subplot()
 
 
 def _xy(points: Mapping[str, Any] | None, x: str, y: str) -> tuple[np.ndarray, np.ndarray] | None:
@@ -493,8 +502,7 @@ def _legend_below(fig: Figure, ax: Axes, ncols: int) -> None:
 def tradeoff_figure(result: Any) -> Figure:
     """The trade-off plane in two panels, linear and log-log for small alpha, one legend below."""
     record = as_record(result)
-    fig = Figure(figsize=(11.0, 6.0), layout="constrained")
-    FigureCanvasAgg(fig)
+    fig = _new_figure((11.0, 6.0))
     left, right = fig.subplots(1, 2)
     plot_tradeoff(record, left, scale="linear", legend=False)
     plot_tradeoff(record, right, scale="log", legend=False)

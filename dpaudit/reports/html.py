@@ -10,9 +10,7 @@ import base64
 import html
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from dpaudit.reports.tables import (
     ATTACK_CONFIGURATION,
@@ -28,6 +26,9 @@ from dpaudit.reports.text import (
     verdict_label,
     verdict_sentence,
 )
+
+if TYPE_CHECKING:  # pandas is imported where a table is built
+    import pandas as pd
 
 __all__ = ["render_html"]
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from dpaudit.reports.tables import bounds_table, format_cell, index_table, parameters_table
 from dpaudit.reports.text import BOUNDS_TABLE_NOTE, report_summary, verdict_label, verdict_sentence
+
+if TYPE_CHECKING:  # pandas is imported where a table is built
+    import pandas as pd
 
 __all__ = ["render_markdown"]
 

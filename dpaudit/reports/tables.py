@@ -10,10 +10,9 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from dpaudit._core.validation import check_nonnegative, check_probability
 from dpaudit.audit.accountant.result import P_VALUE_FLOOR
@@ -28,6 +27,9 @@ from dpaudit.reports.text import (
     method_title,
     verdict_label,
 )
+
+if TYPE_CHECKING:  # pandas is imported where a table is built
+    import pandas as pd
 
 __all__ = [
     "ATTACK_CONFIGURATION",
@@ -60,6 +62,8 @@ def bounds_table(result: Any) -> pd.DataFrame:
     witness's type I error (:meth:`dpaudit.AuditResult.theory_comparison`); a claim states a mu
     only when it is a GDP claim.
     """
+    import pandas as pd
+
     record = as_record(result)
     lower = record.get("epsilon_lower_bounds") or {}
     keys = list(lower)
@@ -192,6 +196,8 @@ def index_table(results: Sequence[Any]) -> pd.DataFrame:
     tested"`` for an audit without a claim). The headline numbers are taken at the first
     reported delta: the epsilon lower bound, the claimed epsilon and their ratio.
     """
+    import pandas as pd
+
     rows = []
     for result in results:
         record = as_record(result)
@@ -255,6 +261,8 @@ def theory_table(
     ``method``, ``kind`` (exact / bound / approximation), ``eps at delta=<d>`` for each delta
     and ``delta at eps=<e>`` for each eps. A method that cannot answer gets NaN and its reason
     in ``note``."""
+    import pandas as pd
+
     deltas = [check_probability("delta", d) for d in deltas]
     eps = [check_nonnegative("eps", e) for e in eps]
     rows = []
@@ -280,6 +288,8 @@ def theory_table(
 
 def format_frame(frame: pd.DataFrame) -> str:
     """A frame as aligned plain text, numbers formatted like the reports."""
+    import pandas as pd
+
     shown = pd.DataFrame({c: [format_cell(c, v) for v in frame[c].tolist()] for c in frame.columns})
     return shown.to_string(index=False)
 

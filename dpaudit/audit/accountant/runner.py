@@ -8,8 +8,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from joblib import Parallel, delayed
-from tqdm import tqdm
 
 from dpaudit._core.streams import chunk_generator
 from dpaudit._core.validation import check_integer, check_n_jobs, check_probability
@@ -139,6 +137,9 @@ def _values_per_output(model: Any, pair: NeighbouringPair, seed: int) -> int:
 
 def _sample_orders(job: _Job, trials: int, n_jobs: int, progress: bool | None) -> tuple:
     """The summed tallies of both orders, chunk tasks run by ``joblib`` and added in order."""
+    from joblib import Parallel, delayed
+    from tqdm import tqdm
+
     chunk_size = job.chunk_size
     tasks = _tasks(0, trials, chunk_size) + _tasks(1, trials, chunk_size)
     if progress is None:  # long runs, when stderr is a terminal (tqdm's own check)
