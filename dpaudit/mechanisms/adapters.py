@@ -23,6 +23,7 @@ sensitivity one) and whose claim is what the library states for its parameters:
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable
 from typing import Any
@@ -117,7 +118,10 @@ def diffprivlib_mechanism(
     )
 
 
+@functools.cache
 def _opendp_measurement(name: str, scale: float, vector: bool) -> Any:
+    """OpenDP's measurement, built once per process: it holds C pointers, which do not pickle,
+    so a release that travels to worker processes carries its parameters and builds it there."""
     dp = _require("opendp.prelude", "opendp")
     dp.enable_features("contrib")
     atom = dp.atom_domain(T=float, nan=False)
@@ -138,11 +142,12 @@ def opendp_release(
     used: OpenDP's generator cannot be seeded)."""
     name = check_choice("mechanism", mechanism, OPENDP_MECHANISMS)
     scale = check_positive("scale", scale)
-    measurement = _opendp_measurement(name, scale, vector=True)
+    _opendp_measurement(name, scale, vector=True)  # refuse bad parameters now
 
     def release(dataset: object, size: int, rng: np.random.Generator) -> np.ndarray:
         if size == 0:
             return np.empty(0)
+        measurement = _opendp_measurement(name, scale, vector=True)
         return np.asarray(measurement([_query(dataset)] * size), dtype=float)
 
     release.__name__ = f"opendp_{name}"
