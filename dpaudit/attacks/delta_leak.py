@@ -33,9 +33,9 @@ weakens the test, it never invalidates a bound. (The score grid puts infinite sc
 two overflow bins, whose edges are thresholds the engine tests.)
 
 When every output is one of a few values (at most ``max_categories`` distinct rows in the fit
-sample) the smooth score is already the smoothed count ratio of each exact output, which ranks
-one-sided repeated values at the extremes; events are then not added, so their order (by count)
-is kept.
+sample, which recur: :func:`~dpaudit.attacks.learned.few_values`) the smooth score is already the
+smoothed count ratio of each exact output, which ranks one-sided repeated values at the
+extremes; events are then not added, so their order (by count) is kept.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 
 from dpaudit.attacks.base import Attack
-from dpaudit.attacks.learned import Learned, _as_matrix, _DrawsTraining, _row_keys
+from dpaudit.attacks.learned import Learned, _as_matrix, _DrawsTraining, _row_keys, few_values
 from dpaudit.bounds.validation import check_integer
 
 __all__ = ["DeltaLeak"]
@@ -79,8 +79,8 @@ class DeltaLeak(_DrawsTraining, Attack):
         A key is an event when it occurs at least this often under one dataset and never under
         the other (``>= 2``: a value that recurs).
     max_categories:
-        With at most this many distinct output rows in the fit sample, no events are built (the
-        smooth score is then an exact count ratio per output).
+        With at most this many distinct output rows in the fit sample, which recur, no events
+        are built (the smooth score is then an exact count ratio per output).
     mechanism, pair, train_trials, seed:
         With a mechanism and a pair, :meth:`fit` adds ``train_trials`` outputs per dataset of
         ``pair`` (at most ``2^24`` values per dataset) drawn from ``SeedSequence([seed, tag])``,
@@ -149,7 +149,7 @@ class DeltaLeak(_DrawsTraining, Attack):
         pooled = np.vstack([y0, y1])
         n0 = y0.shape[0]
         self.plus, self.minus = [], []
-        few = np.unique(_row_keys(pooled)).size <= self.max_categories
+        few = few_values(pooled, self.max_categories)
         for keys in [] if few else self._families(pooled):
             unique, c0, c1 = _counts(keys, n0)
             self.plus.append(unique[(c1 >= self.min_count) & (c0 == 0)])

@@ -36,10 +36,11 @@ Estimators, by kind of output space:
 Choices between candidates use two-fold cross-validated log loss (the log loss of the posterior
 ``P(D_prime | y)`` implied by the estimated ratio) with the one-standard-error rule: the simplest
 candidate whose loss is within one standard error of the best one's. ``model="auto"`` uses the
-discrete estimator for scalar outputs with at most ``max_categories`` distinct values, lets
-cross-validation choose between discrete and classifier for vector outputs with few distinct
-values, lets it choose between mixed and classifier when some coordinates are discrete, and
-otherwise uses histogram (scalar) or classifier (vector).
+discrete estimator for scalar outputs with few distinct values (at most ``max_categories``, each
+seen twice on average: a small sample of a continuous output, whose values never recur, is not
+few values), lets cross-validation choose between discrete and classifier for vector outputs
+with few distinct values, lets it choose between mixed and classifier when some coordinates are
+discrete, and otherwise uses histogram (scalar) or classifier (vector).
 """
 
 from __future__ import annotations
@@ -56,10 +57,14 @@ from dpaudit._core.streams import TAGS
 from dpaudit._core.validation import check_choice, check_integer, check_positive
 from dpaudit.attacks.base import Attack
 
-__all__ = ["Learned", "LEARNED_MODELS", "fit_logistic"]
+__all__ = ["Learned", "LEARNED_MODELS", "fit_logistic", "few_values"]
 
 #: Values of ``Learned(model=...)``.
 LEARNED_MODELS = ("auto", "discrete", "histogram", "classifier", "mixed")
+
+#: Outputs are a few values (:func:`few_values`) when each distinct one is seen this often on
+#: average in the training sample.
+_FEW_MEAN_COUNT = 2
 
 #: A value seen at least this often in the pooled training sample is an atom (scalar outputs).
 _ATOM_MIN_COUNT = 16
@@ -96,6 +101,14 @@ def _as_matrix(outputs: object, name: str = "outputs") -> np.ndarray:
     if not np.isfinite(y).all():
         raise ValueError(f"{name} must be finite (no NaN or inf)")
     return y + 0.0
+
+
+def few_values(y: np.ndarray, max_categories: int) -> bool:
+    """Whether the rows of ``y`` are a few values: at most ``max_categories`` distinct rows that
+    recur, each seen :data:`_FEW_MEAN_COUNT` times on average. A sample of a continuous output
+    has as many distinct rows as rows, however small it is, and is never a few values."""
+    distinct = np.unique(_row_keys(y)).size
+    return distinct <= max_categories and y.shape[0] >= _FEW_MEAN_COUNT * distinct
 
 
 def _row_keys(y: np.ndarray) -> np.ndarray:
@@ -556,7 +569,8 @@ class Learned(_DrawsTraining, Attack):
         Optional vectorised map ``outputs -> (size, f)`` array applied before learning and
         scoring (domain knowledge, e.g. a flawed mechanism's own distinguishing statistic).
     max_categories:
-        Outputs with at most this many distinct values in the training sample count as discrete.
+        Outputs with at most this many distinct values in the training sample count as discrete
+        when their values recur (:func:`few_values`).
     smoothing:
         Additive smoothing ``k`` of the count estimators (``0.5``: Jeffreys).
     l2:
@@ -679,8 +693,7 @@ class Learned(_DrawsTraining, Attack):
                 f"model 'histogram' needs scalar outputs, got {width} values per output"
             )
         if model == "auto":
-            distinct = np.unique(_row_keys(sample.x)).size
-            if distinct <= self.max_categories:
+            if few_values(sample.x, self.max_categories):
                 model = "discrete" if width == 1 else "discrete or classifier"
             elif width == 1:
                 model = "histogram"

@@ -14,7 +14,7 @@ from scipy import optimize
 
 import dpaudit
 from dpaudit.attacks import Learned, LikelihoodRatio
-from dpaudit.attacks.learned import fit_logistic
+from dpaudit.attacks.learned import few_values, fit_logistic
 from dpaudit.mechanisms import Gaussian, RandomizedResponse
 from dpaudit.mechanisms.blackbox import BlackBox
 
@@ -92,6 +92,20 @@ def test_scalar_scale_change_selects_the_histogram():
     grid = np.linspace(-2.5, 2.5, 11)
     truth = -math.log(2.0) + 3.0 * grid**2 / 8.0
     np.testing.assert_allclose(attack.score(grid), truth, atol=0.35)
+
+
+def test_a_small_sample_of_a_continuous_output_is_not_a_few_values():
+    """A few hundred continuous outputs have as many distinct values: counting them as
+    categories scored every unseen output alike (a score with three values, useless to the
+    audit of a black box with a few hundred trials)."""
+    y0, y1 = _normal_pair(150, mu=1.0, seed=2)
+    assert not few_values(np.concatenate([y0, y1])[:, None], max_categories=1024)
+    attack = Learned().fit(y0, y1)
+    assert attack.params()["fitted"]["model"] != "discrete"
+    fresh = np.linspace(-2.0, 3.0, 51)
+    assert np.all(np.diff(attack.score(fresh)) > 0)  # ordered like the true ratio, mu y - mu^2/2
+    assert few_values(np.repeat([[0.0], [1.0], [2.0]], 2, axis=0), max_categories=3)
+    assert not few_values(np.array([[0.0], [1.0], [2.0]]), max_categories=3)
 
 
 def test_atoms_get_their_own_counts():
