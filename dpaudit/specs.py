@@ -14,14 +14,15 @@ A spec file holds one or more ``[[audit]]`` tables::
 
 Keys of an ``[[audit]]`` table (see :data:`AUDIT_KEYS`): ``name`` (required, unique in the file),
 ``description``, ``mechanism`` (required; a table with ``kind``), ``pair`` (``d``, ``d_prime``,
-``relation``, ``description``; default: the mechanism's worst-case pair), ``attack`` (a table with
-``kind``; default ``likelihood_ratio``, or ``delta_leak`` for mechanisms without a density such as
-black boxes), ``trials`` (required, per dataset), ``seed``,
-``confidence``, ``strategy``, ``threshold``, ``selection_trials``, ``claim`` (a table with
-``kind``; default: the mechanism's own tightest valid accountant), ``deltas`` (the delta values at
-which epsilon is reported), ``n_jobs``, ``device`` (``"numpy"``, the default, or a PyTorch device
-``"cpu"``, ``"cuda"``, ``"cuda:N"``) and ``expect`` (``"consistent"`` or ``"violated"``: the
-verdict the audit is meant to reach, e.g. for a deliberately flawed mechanism).
+``relation``, ``description``; default: the mechanism's worst-case pair, which a black box has
+only when given ``dataset`` and ``neighbour``), ``attack`` (a table with ``kind``; default
+``likelihood_ratio``, or ``delta_leak`` for mechanisms without a density such as black boxes),
+``trials`` (required, per dataset), ``seed``, ``confidence``, ``strategy``, ``threshold``,
+``selection_trials``, ``claim`` (a table with ``kind``; default: the mechanism's own tightest
+valid accountant), ``deltas`` (the delta values at which epsilon is reported), ``n_jobs``,
+``device`` (``"numpy"``, the default, or a PyTorch device ``"cpu"``, ``"cuda"``, ``"cuda:N"``)
+and ``expect`` (``"consistent"`` or ``"violated"``: the verdict the audit is meant to reach,
+e.g. for a deliberately flawed mechanism).
 
 A black box's ``callable = "mymech:release"`` is looked up first in the spec file's folder
 (``mymech.py`` beside the spec), without ``PYTHONPATH`` and without changing ``sys.path`` for
@@ -666,7 +667,12 @@ register_mechanism(
     _blackbox,
     {
         "callable": Param("string", help="'package.module:function', fn(dataset, rng) -> output"),
-        "dataset": Param("array", False, None, "D, handed to the function"),
+        "dataset": Param(
+            "array",
+            False,
+            None,
+            "D, handed to the function (without it, the audit's pair gives D and D_prime)",
+        ),
         "neighbour": Param("array", False, None, "D_prime, handed to the function"),
         "vectorised": Param(
             "boolean",
@@ -1011,6 +1017,12 @@ def _audited_objects(
     mechanism has a density, and the accountant claim of its tightest valid theory."""
     mechanism = _build_mechanism(values["mechanism"], ctx, "mechanism")
     pair = _read_pair(values, ctx)
+    if pair is None and isinstance(mechanism, mechanisms.BlackBox) and not mechanism.has_pair:
+        raise ctx.error(
+            "pair",
+            "missing: a blackbox mechanism has no pair of its own; give the audit "
+            "pair = { d = ..., d_prime = ... }, or the mechanism dataset and neighbour",
+        )
     if pair is None:
         pair = _call(ctx, "pair", mechanism.worst_case_pair)
     attack_table = values["attack"]

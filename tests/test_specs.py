@@ -418,3 +418,29 @@ def test_a_wrong_expectation_of_an_accountant_audit_is_one_line(
     with pytest.raises(specs.SpecError) as err:
         _accountant_audits(tmp_path, _ACCOUNTANT + f"expect = {expect}\n")
     assert message in str(err.value) and "\n" not in str(err.value)
+
+
+# --- black boxes: where the pair comes from ------------------------------------------------------
+_RELEASE = "tests.mechanisms.test_blackbox:noisy_sum"
+
+
+def _blackbox(keys: str = "", extra: str = "") -> str:
+    mechanism = f'{{ kind = "blackbox", callable = "{_RELEASE}"{keys} }}'
+    return minimal(extra, mechanism=mechanism)
+
+
+def test_a_blackbox_without_dataset_takes_the_audits_pair() -> None:
+    spec = one(_blackbox(extra='pair = { d = [0.0], d_prime = [1.0], relation = "replace_one" }'))
+    assert isinstance(spec.mechanism, mechanisms.BlackBox) and not spec.mechanism.has_pair
+    assert spec.pair == NeighbouringPair(np.array([0.0]), np.array([1.0]), "replace_one")
+
+
+def test_a_blackbox_with_no_pair_anywhere_names_the_keys_that_give_one() -> None:
+    with pytest.raises(specs.SpecError) as err:
+        one(_blackbox())
+    assert str(err.value) == (
+        "t.toml: audit 1 (a): pair: missing: a blackbox mechanism has no pair of its own; give "
+        "the audit pair = { d = ..., d_prime = ... }, or the mechanism dataset and neighbour"
+    )
+    with pytest.raises(specs.SpecError, match=r"mechanism \(blackbox\): neighbour is missing"):
+        one(_blackbox(", dataset = [0.0]"))

@@ -160,7 +160,9 @@ def search_pairs(
     Parameters
     ----------
     mechanism:
-        The mechanism audited.
+        The mechanism audited. It needs no pair of its own: every audit is given its candidate
+        (a :class:`~dpaudit.mechanisms.blackbox.BlackBox` without ``dataset`` and ``neighbour``
+        is searched like any other).
     candidates:
         The candidate pairs (e.g. the user's pairs plus :func:`record_pairs` or
         :func:`answer_pairs`).

@@ -23,8 +23,10 @@ independent draw, but not bit-identical reruns.
 
 A black box knows neither its density nor its privacy; the implementer's **claim** (a trade-off
 curve such as ``approx_dp(eps, delta)``) becomes its theory under ``method="claim"``, so reports
-compare the audit with what the code promises. The neighbouring pair is given by the user
-(``dataset`` and ``neighbour``); :mod:`dpaudit.audit.pair_search` can search for a better one.
+compare the audit with what the code promises. The neighbouring pair comes from the user:
+given to the box (``dataset`` and ``neighbour``, then it is :meth:`BlackBox.worst_case_pair`),
+or left out and given to the audit instead (``pair=``, a spec's ``pair``, or the candidates of
+:func:`dpaudit.audit.pair_search.search_pairs`, which can search for a better one).
 
 Spec form (``mechanism = { kind = "blackbox", ... }``): ``callable = "package.module:function"``
 is imported with :mod:`importlib`, from the spec file's own folder first when the module's file
@@ -184,8 +186,11 @@ class BlackBox(Mechanism):
         Call ``fn(dataset, size, rng)`` once per chunk instead of once per trial. ``None``
         (default): yes when ``fn`` has a parameter named ``size``.
     dataset, neighbour:
-        The neighbouring pair returned by :meth:`worst_case_pair` (optional: an audit may pass
-        its own pair). Both are handed to ``fn`` as numpy arrays.
+        The neighbouring pair returned by :meth:`worst_case_pair`, given together or not at
+        all: without them the pair comes from the audit (``pair=`` of
+        :func:`~dpaudit.audit.engine.audit_mechanism`, a spec's ``pair``, or the candidates of
+        :func:`~dpaudit.audit.pair_search.search_pairs`). Both are handed to ``fn`` as numpy
+        arrays.
     relation:
         ``"add_remove"`` or ``"replace_one"``; default: inferred from the two sizes.
     name:
@@ -219,7 +224,11 @@ class BlackBox(Mechanism):
                 f"or a PrivacyProfile, got {type(claim).__name__}"
             )
         if (dataset is None) != (neighbour is None):
-            raise ValueError("dataset and neighbour must be given together (or neither)")
+            missing = "neighbour" if neighbour is None else "dataset"
+            raise ValueError(
+                f"{missing} is missing: dataset and neighbour are given together, or neither "
+                "(then the audit gives the pair)"
+            )
         if relation is not None:
             check_choice("relation", relation, RELATIONS)
         if name is not None and (not isinstance(name, str) or not name.strip()):
@@ -316,12 +325,18 @@ class BlackBox(Mechanism):
         profile = self.claim
         return {"claim": lambda: profile}
 
+    @property
+    def has_pair(self) -> bool:
+        """Whether ``dataset`` and ``neighbour`` were given (then :meth:`worst_case_pair` is
+        that pair)."""
+        return self._pair is not None
+
     def worst_case_pair(self) -> NeighbouringPair:
         """The user's ``(dataset, neighbour)``; a black box cannot know its worst case."""
         if self._pair is None:
             raise ValueError(
-                f"{self.name} has no neighbouring pair: pass dataset= and neighbour= to BlackBox, "
-                "or give the audit a pair"
+                f"{self.name} has no neighbouring pair: pass dataset= and neighbour= to "
+                "BlackBox, or pair= to the audit (search_pairs gives each candidate as pair=)"
             )
         return self._pair
 

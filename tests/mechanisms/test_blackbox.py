@@ -17,8 +17,9 @@ import pytest
 import dpaudit
 from dpaudit import specs
 from dpaudit.attacks import Learned
+from dpaudit.audit.pair_search import search_pairs
 from dpaudit.bounds.tradeoff import approx_dp
-from dpaudit.mechanisms import Gaussian
+from dpaudit.mechanisms import Gaussian, NeighbouringPair
 from dpaudit.mechanisms.blackbox import BlackBox, load_callable
 
 
@@ -135,8 +136,31 @@ def test_pair_relation_and_missing_pair():
     assert BlackBox(noisy_sum, dataset=[0.0], neighbour=[1.0]).relation == "replace_one"
     box = BlackBox(noisy_sum, dataset=[0.0], neighbour=[0.0, 1.0])
     assert box.worst_case_pair().relation == "add_remove"
+    assert box.has_pair and not BlackBox(noisy_sum).has_pair
     with pytest.raises(ValueError, match="no neighbouring pair"):
         BlackBox(noisy_sum).worst_case_pair()
+
+
+@pytest.mark.parametrize(
+    "given, missing", [({"dataset": [0.0]}, "neighbour"), ({"neighbour": [0.0]}, "dataset")]
+)
+def test_half_a_pair_names_the_missing_half(given, missing):
+    with pytest.raises(ValueError, match=f"^{missing} is missing: .*together") as info:
+        BlackBox(noisy_sum, **given)
+    assert "\n" not in str(info.value)
+
+
+def test_a_box_without_a_pair_is_audited_on_the_pair_the_audit_gives():
+    """The pair may come from the audit call or from the candidates of a pair search; only an
+    audit with no pair anywhere is refused, in one line naming both places."""
+    box = BlackBox(noisy_sum, approx_dp(1.0, 0.0))
+    pair = NeighbouringPair(np.array([0.0]), np.array([1.0]), "replace_one")
+    direct = dpaudit.audit_mechanism(box, pair, trials=300, seed=0, n_jobs=1)
+    assert direct.pair == pair
+    search = search_pairs(box, [pair], trials=300, pilot_trials=300, n_jobs=1)
+    assert search.pair == pair
+    with pytest.raises(ValueError, match="pass dataset= and neighbour= to BlackBox, or pair="):
+        dpaudit.audit_mechanism(box, trials=300)
 
 
 def test_claim_becomes_the_theory():
