@@ -11,8 +11,9 @@ Sub-commands::
     dpaudit audit-accountant SPEC -o DIR  check accountants' delta(eps) ([[accountant_audit]])
 
 ``--trials``, ``--seed`` and ``--n-jobs`` override the spec. Progress goes to stderr: a line as
-each audit starts and ends, and a progress bar, which on a terminal updates in place and
-elsewhere (a log file, a pipe) is written as whole lines, at most one per
+each audit starts (its trials and, for a black box, the most calls into the foreign code, or
+outputs from it when it is vectorised) and ends, and a progress bar, which on a terminal updates
+in place and elsewhere (a log file, a pipe) is written as whole lines, at most one per
 :data:`PROGRESS_INTERVAL` seconds; ``-q/--quiet`` silences it.
 
 ``--store DIR`` saves every finished batch of trials under ``DIR/<audit name>``; the same command
@@ -59,6 +60,7 @@ from dpaudit.audit import backends
 from dpaudit.audit.device import check_support
 from dpaudit.audit.limits import check_output_size, check_trials
 from dpaudit.mechanisms.base import METHOD_KINDS
+from dpaudit.mechanisms.blackbox import BlackBox
 from dpaudit.reports.text import claim_label
 
 if sys.version_info >= (3, 11):
@@ -411,11 +413,20 @@ def _stage(index: int, count: int, name: str, what: str) -> None:
     print(f"dpaudit: [{index}/{count}] {name}: {what}", file=sys.stderr, flush=True)
 
 
+def _size_text(spec: specs.AuditSpec) -> str:
+    """The trials of an audit and, for a black box, the most outputs it draws from the foreign
+    code, in words (calls, when each output costs one)."""
+    text = f"{spec.trials:,} trials per dataset"
+    if isinstance(spec.mechanism, BlackBox):
+        text += f"; {spec.mechanism.cost(spec.most_outputs())}"
+    return text
+
+
 def _audit_records(audits: Sequence[specs.AuditSpec], args: argparse.Namespace) -> list[dict]:
     records = []
     for index, spec in enumerate(audits, 1):
         if not args.quiet:
-            _stage(index, len(audits), spec.name, f"{spec.trials:,} trials per dataset")
+            _stage(index, len(audits), spec.name, _size_text(spec))
         with _progress(args) as progress:
             result = spec.run(progress=progress, store=_store_directory(args.store, spec.name))
         records.append(

@@ -63,7 +63,7 @@ from dpaudit._core.validation import (
 from dpaudit.attacks.base import Attack
 from dpaudit.audit.accountant import AccountantAuditSpec
 from dpaudit.audit.device import check_support
-from dpaudit.audit.engine import audit_mechanism
+from dpaudit.audit.engine import audit_mechanism, most_outputs, selection_trials_for
 from dpaudit.audit.limits import check_trials
 from dpaudit.audit.strategies import STRATEGIES
 from dpaudit.bounds.gaussian_dp import gdp
@@ -908,6 +908,16 @@ class AuditSpec:
         if written is not None:
             return dict(written)
         return {"kind": "accountant", "method": default_claim_method(self.mechanism)}
+
+    def most_outputs(self) -> int:
+        """The most outputs the audit draws from its mechanism, both datasets and the shape
+        probe together (:func:`dpaudit.audit.engine.most_outputs`, with the default selection
+        sample when the spec gives none): for a black box called once per output, the most
+        calls into its function."""
+        selection = self.selection_trials
+        if selection is None:
+            selection = selection_trials_for(self.mechanism, self.trials)
+        return most_outputs(self.trials, selection)
 
     def run(self, *, progress: Any = None, store: str | Path | None = None) -> Any:
         """Run the audit with :func:`dpaudit.audit`; returns its ``AuditResult``.

@@ -174,6 +174,28 @@ def test_overrides_reach_the_results(
     assert (audit["spec"]["trials"], audit["spec"]["seed"], audit["spec"]["n_jobs"]) == (3000, 7, 2)
 
 
+def test_a_blackbox_audit_states_its_calls_before_it_runs_and_records_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], no_figures: None
+) -> None:
+    spec = tmp_path / "box.toml"
+    spec.write_text(
+        '[[audit]]\nname = "box"\ntrials = 300\n'
+        'mechanism = { kind = "blackbox", callable = "tests.mechanisms.test_blackbox:noisy_sum", '
+        "dataset = [0.0], neighbour = [1.0] }\n"
+        'claim = { kind = "pure_dp", eps = 1.0 }\n'
+    )
+    code, _, err = run_cli(capsys, "run", spec, "-o", tmp_path / "out")
+    assert code == EXIT_OK
+    first = err.splitlines()[0]
+    assert first == (
+        "dpaudit: [1/1] box: 300 trials per dataset; at most 1,802 calls into "
+        "tests.mechanisms.test_blackbox:noisy_sum (one per output)"
+    )
+    (audit,) = json.loads((tmp_path / "out" / "results.json").read_text())["audits"]
+    assert audit["selection_trials"] == 300
+    assert audit["random"]["outputs_drawn"] == 1_802
+
+
 MALFORMED = {
     "bad-toml": ("[[audit]\nname = 'x'\n", "invalid TOML"),
     "unknown-mechanism": (

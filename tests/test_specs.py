@@ -444,3 +444,11 @@ def test_a_blackbox_with_no_pair_anywhere_names_the_keys_that_give_one() -> None
     )
     with pytest.raises(specs.SpecError, match=r"mechanism \(blackbox\): neighbour is missing"):
         one(_blackbox(", dataset = [0.0]"))
+
+
+def test_a_blackbox_spec_states_the_most_calls_before_it_runs() -> None:
+    spec = one(_blackbox(", dataset = [0.0], neighbour = [1.0]")).with_overrides(trials=300)
+    assert spec.most_outputs() == 1_802
+    assert spec.mechanism.cost(spec.most_outputs()) == (
+        f"at most 1,802 calls into {_RELEASE} (one per output)"
+    )

@@ -90,6 +90,8 @@ __all__ = [
     "WORKER_RETRIES",
     "OVERHEAD",
     "overhead_budget",
+    "most_outputs",
+    "selection_trials_for",
     "AUTO_PARALLEL_SECONDS",
     "auto_n_jobs",
     "PRE_CHECK_SECONDS",
@@ -515,6 +517,27 @@ def overhead_budget(trials: int, selection_trials: int, learns: bool = True) -> 
     return {"fit": fit, "pilot": pilot, "training": max(0, total - fit - pilot)}
 
 
+def most_outputs(trials: int, selection_trials: int) -> int:
+    """The most outputs an audit of ``trials`` evaluation and ``selection_trials`` selection
+    trials per dataset draws from its mechanism, both datasets and the two-output shape probe
+    together: ``2 * (T + S + max(4, floor(OVERHEAD * (T + S)))) + 2``
+    (:func:`overhead_budget`). For a black box called once per output it is the most calls
+    into its function; ``result.metadata["random"]["outputs_drawn"]`` says how many it took."""
+    trials = check_integer("trials", trials, minimum=1)
+    selection_trials = check_integer("selection_trials", selection_trials, minimum=2)
+    both = trials + selection_trials
+    return 2 * (both + max(4, int(OVERHEAD * both))) + 2
+
+
+def selection_trials_for(mechanism: Any, trials: int) -> int:
+    """The default selection sample of an audit of ``mechanism`` with ``trials`` trials:
+    :func:`~dpaudit.audit.strategies.default_selection_trials`, at most ``trials`` when the
+    mechanism runs foreign code (``calls_foreign_code``, e.g. a
+    :class:`~dpaudit.mechanisms.blackbox.BlackBox`), so that its calls grow with ``trials``."""
+    foreign = bool(getattr(mechanism, "calls_foreign_code", False))
+    return default_selection_trials(trials, foreign_code=foreign)
+
+
 def _default_attack(
     mechanism: Any, pair: NeighbouringPair, probe: np.ndarray, training: int
 ) -> Attack:
@@ -848,11 +871,13 @@ def audit_mechanism(
         The threshold(s) for ``strategy="fixed"`` (test "D_prime iff score > threshold").
     selection_trials:
         Selection runs per dataset, drawn in addition to ``trials``; default
-        ``max(trials // 4, 10_000)``. The pilot (grid) and fit samples and a learning attack's
-        extra training outputs are more, together at most ``OVERHEAD = 0.5`` times
-        ``trials + selection_trials`` (:func:`overhead_budget`);
+        ``max(trials // 4, 10_000)``, and never more than ``trials`` for a mechanism that runs
+        foreign code (a black box: :func:`selection_trials_for`). The pilot (grid) and fit
+        samples and a learning attack's extra training outputs are more, together at most
+        ``OVERHEAD = 0.5`` times ``trials + selection_trials`` (:func:`overhead_budget`);
         ``result.metadata["random"]["outputs_per_dataset"]`` says how many outputs per dataset
-        went where (``probe``: under ``D`` only).
+        went where (``probe``: under ``D`` only), ``["outputs_drawn"]`` how many in all
+        (at most :func:`most_outputs`).
     n_jobs:
         Workers for ``joblib.Parallel`` (``-1``: all cores, ``-2``: all but one); given (not
         1), they draw the pilot too. ``None`` (default): the pilot in this process, then this
@@ -897,7 +922,7 @@ def audit_mechanism(
     strategy = check_choice("strategy", strategy, STRATEGIES)
     fixed = _checked_thresholds(strategy, threshold)
     if selection_trials is None:
-        selection_trials = default_selection_trials(trials)
+        selection_trials = selection_trials_for(mechanism, trials)
     selection_trials = check_trials("selection_trials", selection_trials, minimum=2)
     bins = (
         default_bins(trials)
@@ -1014,6 +1039,9 @@ def audit_mechanism(
         "selection": selection_trials,
         "evaluation": trials,
     }
+    per_dataset = metadata["random"]["outputs_per_dataset"]
+    # Every stream draws under both datasets, the probe under D only.
+    metadata["random"]["outputs_drawn"] = 2 * sum(per_dataset.values()) - per_dataset["probe"]
     return AuditResult(
         mechanism=mechanism,
         pair=pair,

@@ -122,7 +122,8 @@ __all__ = [
 
 STRATEGIES = ("holdout", "bonferroni", "fixed", "holdout+band")
 
-#: Default selection sample: ``max(trials // SELECTION_DIVISOR, MIN_SELECTION_TRIALS)`` per dataset.
+#: Default selection sample: ``max(trials // SELECTION_DIVISOR, MIN_SELECTION_TRIALS)`` per dataset
+#: (at most ``trials`` for foreign code: :func:`default_selection_trials`).
 SELECTION_DIVISOR = 4
 
 #: Smallest default selection sample per dataset.
@@ -203,10 +204,22 @@ def band_upper(k: np.ndarray, n: int, gamma: float) -> np.ndarray:
     ]
 
 
-def default_selection_trials(trials: int) -> int:
-    """``max(trials // 4, 10_000)``: the selection sample per dataset unless told otherwise."""
+def default_selection_trials(trials: int, *, foreign_code: bool = False) -> int:
+    """The selection sample per dataset unless told otherwise: ``max(trials // 4, 10_000)``.
+
+    With ``foreign_code`` (a mechanism that runs code outside dpaudit, a black box, where each
+    output may cost a call into a library) it is never more than ``trials`` either:
+    ``min(trials, max(trials // 4, 10_000))``, at least 2. The outputs drawn, and so the calls
+    into that code, are then at most ``6 * trials + 2`` from 4 trials on
+    (:func:`dpaudit.audit.engine.most_outputs`), where the plain rule draws some ``30,000`` more
+    than ``3 * trials`` when ``trials`` is small; from ``10_000`` trials on both rules agree.
+    The size depends on ``trials`` alone, never on an output, so the selection sample stays
+    independent of the evaluation sample and every bound read with it keeps its level (module
+    docstring); a smaller selection sample only chooses the thresholds less well.
+    """
     trials = check_integer("trials", trials, minimum=1)
-    return max(trials // SELECTION_DIVISOR, MIN_SELECTION_TRIALS)
+    size = max(trials // SELECTION_DIVISOR, MIN_SELECTION_TRIALS)
+    return max(min(size, trials), 2) if foreign_code else size
 
 
 def predicted_upper(

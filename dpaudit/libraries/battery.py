@@ -16,8 +16,9 @@ its tests. A row with several candidate pairs chooses one by pilot audits on ind
 (:func:`dpaudit.audit.pair_search.search_pairs`), which keeps the final bound valid.
 
 Cost. An audit with ``T`` trials and ``S = T // 2`` selection trials draws at most
-``2 * (T + S + floor((T + S) / 2)) + 2`` outputs (:data:`dpaudit.audit.engine.OVERHEAD` and the
-shape probe); pilots likewise with their own trials and the same ``S``. :attr:`Plan.draws` adds
+``2 * (T + S + max(4, floor((T + S) / 2))) + 2`` outputs
+(:func:`dpaudit.audit.engine.most_outputs`: :data:`dpaudit.audit.engine.OVERHEAD` and the shape
+probe); pilots likewise with their own trials and the same ``S``. :attr:`Plan.draws` adds
 these up before anything runs.
 """
 
@@ -38,12 +39,12 @@ import numpy as np
 from dpaudit._core.numbers import format_number
 from dpaudit._core.provenance import versions
 from dpaudit._core.validation import check_integer, check_probability
-from dpaudit.audit.engine import OVERHEAD, audit_mechanism
+from dpaudit.audit.engine import audit_mechanism, most_outputs
 from dpaudit.audit.limits import check_trials
 from dpaudit.audit.pair_search import search_pairs
 from dpaudit.bounds.tradeoff import TradeoffCurve
 from dpaudit.mechanisms.base import NeighbouringPair
-from dpaudit.mechanisms.blackbox import BlackBox
+from dpaudit.mechanisms.blackbox import BlackBox, describe_outputs
 from dpaudit.mechanisms.pairs import subsample
 from dpaudit.reports.records import build_record, results_document
 from dpaudit.reports.writer import write
@@ -122,9 +123,7 @@ class Library:
 
     def cost(self, draws: int) -> str:
         """``draws`` outputs in words: how many calls into the library they take."""
-        if self.one_call_per_output:
-            return f"at most {draws:,} calls into {self.name} (one per output)"
-        return f"at most {draws:,} outputs from {self.name} (one call per chunk of outputs)"
+        return describe_outputs(self.name, draws, self.one_call_per_output)
 
     def require(self) -> None:
         """Import the library; ``ValueError`` in one line naming it and the pip command (or,
@@ -173,8 +172,7 @@ def audit_draws(trials: int, selection: int | None = None) -> int:
     """The most outputs one audit of ``trials`` trials and ``selection`` selection trials
     (default ``trials // 2``) draws from the audited function, both datasets and the shape probe
     together."""
-    selection = _selection(trials) if selection is None else selection
-    return 2 * (trials + selection + int(OVERHEAD * (trials + selection))) + 2
+    return most_outputs(trials, _selection(trials) if selection is None else selection)
 
 
 def _selection(trials: int) -> int:
@@ -376,7 +374,11 @@ def run(plan: Plan, *, progress: Callable[[str], None] | None = None) -> Battery
     for index, row in enumerate(plan.rows):
         start = time.perf_counter()
         mechanism = BlackBox(
-            row.function.release(), row.claim.curve, vectorised=True, name=row.function.name
+            row.function.release(),
+            row.claim.curve,
+            vectorised=True,
+            name=row.function.name,
+            calls_per_output=bool(library.one_call_per_output),
         )
         try:
             with warnings.catch_warnings():  # the library's own notices, once per call

@@ -111,6 +111,7 @@ def diffprivlib_mechanism(
         fn,
         approx_dp(epsilon, delta),
         vectorised=True,
+        calls_per_output=True,
         dataset=dataset,
         neighbour=neighbour,
         name=f"diffprivlib.{mechanism}(epsilon={epsilon:g}, delta={delta:g}, "

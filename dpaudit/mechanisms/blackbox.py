@@ -10,11 +10,16 @@ That loop is the one per-trial Python loop in dpaudit, and it cannot be avoided 
 the foreign code; it is kept to a single list comprehension. Code that can draw many outputs at
 once is called as ``fn(dataset, size, rng)`` once per chunk: declared with ``vectorised=True``,
 or detected from its signature (a parameter named ``size``) when ``vectorised`` is not given.
-An audit runs the function at most ``2 * 1.5 * (trials + selection_trials)`` times in all,
-plus a two-output shape probe (:data:`dpaudit.audit.engine.OVERHEAD`), and its result says
-where the outputs went (``result.metadata["random"]["outputs_per_dataset"]``); a function whose
-probe is slow is also timed on fewer than two chunks per dataset before the fit and the pilot
-(:data:`dpaudit.audit.engine.PRE_CHECK_SECONDS`), draws that are not part of the result.
+An audit draws at most ``2 * 1.5 * (trials + selection_trials)`` outputs in all, plus a
+two-output shape probe (:func:`dpaudit.audit.engine.most_outputs`); a black box's default
+selection sample is never larger than ``trials``
+(:func:`dpaudit.audit.engine.selection_trials_for`), so that is at most ``6 * trials + 2``
+outputs (from 4 trials on), each one call when the function is called once per output.
+:meth:`BlackBox.cost` words that number before a run, and the result records what the audit
+drew (``result.metadata["random"]["outputs_drawn"]``, and per stream
+``["outputs_per_dataset"]``). A function whose probe is slow is also timed on fewer than two
+chunks per dataset before the fit and the pilot (:data:`dpaudit.audit.engine.PRE_CHECK_SECONDS`),
+draws that are not part of the result.
 
 The randomness comes from the ``numpy.random.Generator`` the engine hands to every chunk, so an
 audit is reproducible exactly when ``fn`` draws all its randomness from ``rng``. Foreign code with
@@ -59,7 +64,7 @@ from dpaudit.mechanisms.base import (
     check_size,
 )
 
-__all__ = ["BlackBox", "load_callable"]
+__all__ = ["BlackBox", "describe_outputs", "load_callable"]
 
 
 def _beside(directory: Path, module_name: str) -> bool:
@@ -161,6 +166,15 @@ def _callable_name(fn: Callable[..., Any]) -> str:
     return f"{module}:{name}" if module else name
 
 
+def describe_outputs(name: str, outputs: int, calls_per_output: bool) -> str:
+    """``outputs`` outputs drawn from the foreign code ``name``, in words: ``"at most N calls
+    into NAME (one per output)"`` when every output costs a call, else ``"at most N outputs from
+    NAME (one call per chunk of outputs)"``."""
+    if calls_per_output:
+        return f"at most {outputs:,} calls into {name} (one per output)"
+    return f"at most {outputs:,} outputs from {name} (one call per chunk of outputs)"
+
+
 def _takes_size(fn: Callable[..., Any]) -> bool:
     """Whether ``fn`` has a parameter named ``size`` (then it draws many outputs per call)."""
     try:
@@ -195,6 +209,11 @@ class BlackBox(Mechanism):
         ``"add_remove"`` or ``"replace_one"``; default: inferred from the two sizes.
     name:
         Label in results; default ``BlackBox(<module:function>)``.
+    calls_per_output:
+        Whether every output costs one call into the foreign code, which is how
+        :meth:`cost` words an audit's size; default ``not vectorised``. A vectorised ``fn``
+        that loops over a library's one-output function (the diffprivlib adapters) passes
+        ``True``.
     """
 
     #: Every ``sample`` call runs code outside dpaudit: the engine learns the output shape from
@@ -211,6 +230,7 @@ class BlackBox(Mechanism):
         neighbour: object = None,
         relation: str | None = None,
         name: str | None = None,
+        calls_per_output: bool | None = None,
     ) -> None:
         if not callable(fn):
             raise ValueError(f"fn must be callable, got {type(fn).__name__}")
@@ -229,6 +249,12 @@ class BlackBox(Mechanism):
                 f"{missing} is missing: dataset and neighbour are given together, or neither "
                 "(then the audit gives the pair)"
             )
+        if calls_per_output is None:
+            calls_per_output = not vectorised
+        if not isinstance(calls_per_output, bool):
+            raise ValueError(
+                f"calls_per_output must be None, True or False, got {calls_per_output!r}"
+            )
         if relation is not None:
             check_choice("relation", relation, RELATIONS)
         if name is not None and (not isinstance(name, str) or not name.strip()):
@@ -236,6 +262,8 @@ class BlackBox(Mechanism):
         self.fn = fn
         self.claim = claim
         self.vectorised = vectorised
+        #: Whether every output costs one call into the foreign code.
+        self.calls_per_output = calls_per_output
         #: How the release function is named in results: ``module:qualname``, or for a spec's
         #: factory the spec's callable with its arguments.
         self.callable_name = _callable_name(fn)
@@ -339,6 +367,12 @@ class BlackBox(Mechanism):
                 "BlackBox, or pair= to the audit (search_pairs gives each candidate as pair=)"
             )
         return self._pair
+
+    def cost(self, outputs: int) -> str:
+        """``outputs`` drawn from this box in words (:func:`describe_outputs`): the calls into
+        the release function when each output costs one, e.g. ``"at most 1,802 calls into
+        mymech:release (one per output)"``."""
+        return describe_outputs(self.callable_name, outputs, self.calls_per_output)
 
     def _rows(self, raw: object, size: int) -> np.ndarray:
         """Validate and convert one batch of outputs to a float array ``(size, k)``.

@@ -17,7 +17,9 @@ import pytest
 import dpaudit
 from dpaudit import specs
 from dpaudit.attacks import Learned
+from dpaudit.audit.engine import most_outputs, selection_trials_for
 from dpaudit.audit.pair_search import search_pairs
+from dpaudit.audit.strategies import default_selection_trials
 from dpaudit.bounds.tradeoff import approx_dp
 from dpaudit.mechanisms import Gaussian, NeighbouringPair
 from dpaudit.mechanisms.blackbox import BlackBox, load_callable
@@ -163,6 +165,60 @@ def test_a_box_without_a_pair_is_audited_on_the_pair_the_audit_gives():
         dpaudit.audit_mechanism(box, trials=300)
 
 
+def counting_release():
+    """A one-output release function that counts its calls in ``release.calls``."""
+
+    def release(dataset, rng):
+        release.calls += 1
+        return float(np.sum(dataset)) + rng.laplace(0.0, 1.0)
+
+    release.calls = 0
+    return release
+
+
+@pytest.mark.parametrize(
+    "trials, selection", [(1, 2), (300, 300), (4_000, 4_000), (20_000, 10_000)]
+)
+def test_calls_into_a_box_grow_with_the_trials_and_are_stated_and_recorded(trials, selection):
+    """A black box's default selection sample is at most ``trials`` (the plain default's floor
+    of 10,000 made 30,902 calls for 300 trials); the calls are at most what
+    ``most_outputs`` states beforehand, and the result records how many were made."""
+    release = counting_release()
+    box = BlackBox(release, approx_dp(1.0, 0.0), dataset=[0.0], neighbour=[1.0])
+    assert selection_trials_for(box, trials) == selection
+    assert default_selection_trials(trials, foreign_code=True) == selection
+    result = dpaudit.audit_mechanism(box, trials=trials, seed=0, n_jobs=1)
+    assert result.selection_trials == selection
+    assert release.calls == result.metadata["random"]["outputs_drawn"]
+    assert release.calls <= most_outputs(trials, selection)
+    if trials >= 4:
+        assert release.calls <= 6 * trials + 2
+    assert box.cost(most_outputs(trials, selection)).startswith("at most ")
+    if trials == 300:
+        assert release.calls == 1_802
+        # Still an audit worth its calls: Laplace of scale 1 is exactly 1-DP (seeded result).
+        assert 0.3 < result.epsilon_lower_bound(0.0) <= 1.0
+
+
+def test_mechanisms_of_dpaudit_keep_the_selection_floor():
+    assert selection_trials_for(Gaussian(1.0), 300) == 10_000 == default_selection_trials(300)
+    assert selection_trials_for(Gaussian(1.0), 10**6) == 250_000
+
+
+def test_cost_says_calls_for_one_output_per_call_and_outputs_otherwise():
+    assert BlackBox(noisy_sum).cost(1802) == (
+        "at most 1,802 calls into tests.mechanisms.test_blackbox:noisy_sum (one per output)"
+    )
+    vectorised = BlackBox(noisy_sum_factory(1.0), name="v")
+    assert vectorised.cost(10) == (
+        f"at most 10 outputs from {vectorised.callable_name} (one call per chunk of outputs)"
+    )
+    looped = BlackBox(noisy_sum_factory(1.0), calls_per_output=True)
+    assert looped.cost(10).endswith("(one per output)")
+    with pytest.raises(ValueError, match="calls_per_output"):
+        BlackBox(noisy_sum, calls_per_output=1)
+
+
 def test_claim_becomes_the_theory():
     box = BlackBox(noisy_sum, approx_dp(1.0, 1e-6))
     assert box.theory_methods == ("claim",)
@@ -270,6 +326,8 @@ def test_diffprivlib_laplace_adapter():
     from dpaudit.mechanisms.adapters import diffprivlib_mechanism
 
     box = diffprivlib_mechanism("laplace", epsilon=0.5)
+    # Vectorised in form, but every output is one call of diffprivlib's randomise.
+    assert box.vectorised and box.calls_per_output
     a = box.sample(np.array([2.0, 1.0]), 40_000, _rng(1))[:, 0]
     b = box.sample(np.array([2.0, 1.0]), 40_000, _rng(1))[:, 0]
     np.testing.assert_array_equal(a, b)  # seeded from the engine's generator
