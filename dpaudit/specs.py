@@ -28,6 +28,12 @@ A black box's ``callable = "mymech:release"`` is looked up first in the spec fil
 (``mymech.py`` beside the spec), without ``PYTHONPATH`` and without changing ``sys.path`` for
 other specs; modules that are not there are imported as usual.
 
+A dataset (a black box's or an adapter's ``dataset`` and ``neighbour``, a pair's ``d`` and
+``d_prime``) is an array or the path of a ``.npy`` or ``.csv`` file, relative to the spec file's
+folder (:func:`read_dataset_file`; docs/guide/blackbox.md#dataset-files): ``.npy`` keeps its dtype
+and every bit, ``.csv`` values are read as float64 by Python's ``float``, exact for values
+written with 17 significant digits (``repr`` or ``"%.17g"``).
+
 Kinds of mechanisms, attacks and claims live in registries (:data:`MECHANISM_KINDS`,
 :data:`ATTACK_KINDS`, :data:`CLAIM_KINDS`) that map a kind to its builder and the keys it takes;
 :func:`register_mechanism`, :func:`register_attack` and :func:`register_claim` add kinds.
@@ -39,11 +45,12 @@ constructors of the objects built, whose messages name the parameter and its all
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import dataclasses
 import math
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,6 +86,8 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 __all__ = [
     "SpecError",
     "Param",
+    "DATASET_FILE_SUFFIXES",
+    "read_dataset_file",
     "Kind",
     "AuditSpec",
     "AUDIT_KEYS",
@@ -205,6 +214,90 @@ def _array(value: object) -> np.ndarray:
     return out
 
 
+#: The folder of the spec file being read: black-box callables are looked up there first, and
+#: dataset files are read from there.
+_SPEC_DIRECTORY: contextvars.ContextVar[Path | None] = contextvars.ContextVar(
+    "spec_directory", default=None
+)
+
+#: The files a spec may read a dataset from (``dataset = "d.npy"``), by suffix.
+DATASET_FILE_SUFFIXES = (".npy", ".csv")
+
+
+def _csv_dataset(text: str) -> np.ndarray:
+    """The records of a CSV text: one per line, values separated by commas, each read by Python's
+    ``float`` (correctly rounded, so any value written with 17 significant digits comes back
+    bit for bit); blank lines and lines starting with ``#`` are skipped."""
+    rows: list[list[float]] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        row = []
+        for cell in line.split(","):
+            try:
+                row.append(float(cell))
+            except ValueError:
+                raise ValueError(f"line {number}: {cell.strip()!r} is not a number") from None
+        if rows and len(row) != len(rows[0]):
+            raise ValueError(
+                f"line {number} has {len(row)} values, the lines before it {len(rows[0])}"
+            )
+        rows.append(row)
+    if not rows:
+        return np.empty(0)
+    out = np.array(rows, dtype=np.float64)
+    return out[:, 0] if out.shape[1] == 1 else out
+
+
+def _npy_dataset(path: Path) -> np.ndarray:
+    """The one array of a ``.npy`` file, with its dtype, if it holds numbers (no pickles)."""
+    with open(path, "rb") as handle:
+        try:
+            out = np.lib.format.read_array(handle, allow_pickle=False)
+        except (ValueError, EOFError) as exc:
+            raise ValueError(
+                f"not a .npy array of numbers ({' '.join(str(exc).split())})"
+            ) from None
+    if out.dtype.kind not in "biuf":
+        raise ValueError(f"holds {out.dtype} values, not real numbers")
+    return out
+
+
+def read_dataset_file(path: str | Path) -> np.ndarray:
+    """A dataset from a file: a ``.npy`` array (read without pickles, dtype kept: integers stay
+    integers) or a ``.csv`` text (one record per line, values separated by commas; one value per
+    line gives an array of shape ``(n,)``, ``k`` values ``(n, k)``; read as float64, exact for
+    values written with 17 significant digits, such as ``repr`` or ``"%.17g"``; blank lines and
+    lines starting with ``#`` are skipped). Any problem raises ``ValueError`` naming the file."""
+    path = check_input_file(path, "dataset file")
+    suffix = path.suffix.lower()
+    if suffix not in DATASET_FILE_SUFFIXES:
+        kind = repr(suffix) if suffix else "(no suffix)"
+        raise ValueError(
+            f"{path}: unknown file type {kind}; expected {' or '.join(DATASET_FILE_SUFFIXES)}"
+        )
+    try:
+        if suffix == ".npy":
+            return _npy_dataset(path)
+        return _csv_dataset(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: cannot read the dataset file ({exc})") from None
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
+
+
+def _dataset(value: object) -> np.ndarray:
+    """An array, or a string naming a dataset file relative to the spec's folder."""
+    if not isinstance(value, str):
+        return _array(value)
+    path = Path(value)
+    directory = _SPEC_DIRECTORY.get()
+    if directory is not None and not path.is_absolute():
+        path = directory / path
+    return read_dataset_file(path)
+
+
 def _number_or_numbers(value: object) -> float | tuple[float, ...]:
     return _numbers(value) if isinstance(value, list) else _number(value)
 
@@ -229,7 +322,8 @@ def _tables(value: object) -> list[dict]:
     return [_table(v) for v in value]
 
 
-#: What a :class:`Param` may expect, with the converter that checks it (``TypeError`` = wrong type).
+#: What a :class:`Param` may expect, with the converter that checks it (``TypeError`` = wrong type,
+#: ``ValueError`` = a value that cannot be used, such as a dataset file that cannot be read).
 #: ``mechanism`` and ``list of mechanisms`` are nested mechanism tables, built recursively.
 EXPECTED: dict[str, Callable[[object], Any]] = {
     "number": _number,
@@ -240,6 +334,7 @@ EXPECTED: dict[str, Callable[[object], Any]] = {
     "number or array of numbers": _number_or_numbers,
     "integer or array of numbers": _integer_or_numbers,
     "array": _array,
+    "array or .npy/.csv file": _dataset,
     "table": _table,
     "mechanism": _table,
     "list of mechanisms": _tables,
@@ -299,6 +394,8 @@ def _read_table(
             raise ctx.error(
                 f"{prefix}{key}", f"expected {_an(param.expected)}, got {_describe(value)}"
             ) from None
+        except ValueError as exc:
+            raise ctx.error(f"{prefix}{key}", str(exc)) from None
         if param.expected == "mechanism":
             converted = _build_mechanism(converted, ctx, f"{prefix}{key}")
         elif param.expected == "list of mechanisms":
@@ -624,12 +721,6 @@ register_attack(
 # --- foreign code: black boxes, adapters, flawed mechanisms, learned attacks ------------------
 
 
-#: The folder of the spec file being read: black-box callables are looked up there first.
-_SPEC_DIRECTORY: contextvars.ContextVar[Path | None] = contextvars.ContextVar(
-    "spec_directory", default=None
-)
-
-
 def _blackbox(**keys: Any) -> Mechanism:
     from dpaudit.mechanisms.blackbox import BlackBox
 
@@ -668,12 +759,14 @@ register_mechanism(
     {
         "callable": Param("string", help="'package.module:function', fn(dataset, rng) -> output"),
         "dataset": Param(
-            "array",
+            "array or .npy/.csv file",
             False,
             None,
             "D, handed to the function (without it, the audit's pair gives D and D_prime)",
         ),
-        "neighbour": Param("array", False, None, "D_prime, handed to the function"),
+        "neighbour": Param(
+            "array or .npy/.csv file", False, None, "D_prime, handed to the function"
+        ),
         "vectorised": Param(
             "boolean",
             False,
@@ -708,8 +801,8 @@ register_mechanism(
         "epsilon": Param("number"),
         "delta": Param("number", False, 0.0),
         "sensitivity": Param("number", False, 1.0),
-        "dataset": Param("array", False, [0.0], "records summed by the query"),
-        "neighbour": Param("array", False, [1.0], "records summed by the query"),
+        "dataset": Param("array or .npy/.csv file", False, [0.0], "records summed by the query"),
+        "neighbour": Param("array or .npy/.csv file", False, [1.0], "records summed by the query"),
     },
     "diffprivlib's Laplace or Gaussian mechanism on the sum of the records (optional package)",
 )
@@ -720,8 +813,8 @@ register_mechanism(
         "mechanism": Param("string", False, "laplace", "'laplace' or 'gaussian'"),
         "scale": Param("number", help="OpenDP's noise scale"),
         "sensitivity": Param("number", False, 1.0),
-        "dataset": Param("array", False, [0.0], "records summed by the query"),
-        "neighbour": Param("array", False, [1.0], "records summed by the query"),
+        "dataset": Param("array or .npy/.csv file", False, [0.0], "records summed by the query"),
+        "neighbour": Param("array or .npy/.csv file", False, [1.0], "records summed by the query"),
     },
     "OpenDP's Laplace or Gaussian measurement on the sum of the records (optional package)",
 )
@@ -819,7 +912,12 @@ AUDIT_KEYS: dict[str, Param] = {
     "name": Param("string", help="unique label of the audit"),
     "description": Param("string", False, "", "free text shown in the report"),
     "mechanism": Param("table", help="the mechanism audited: { kind = ..., ... }"),
-    "pair": Param("table", False, None, "{ d, d_prime, relation }; default: worst case"),
+    "pair": Param(
+        "table",
+        False,
+        None,
+        "{ d, d_prime (arrays or .npy/.csv files), relation }; default: the mechanism's own",
+    ),
     "attack": Param(
         "table",
         False,
@@ -840,8 +938,8 @@ AUDIT_KEYS: dict[str, Param] = {
 }
 
 _PAIR_KEYS: dict[str, Param] = {
-    "d": Param("array"),
-    "d_prime": Param("array"),
+    "d": Param("array or .npy/.csv file"),
+    "d_prime": Param("array or .npy/.csv file"),
     "relation": Param("string", False, "add_remove"),
     "description": Param("string", False, ""),
 }
@@ -1118,11 +1216,19 @@ def loads(
     text: str, *, source: str = "<string>", directory: str | Path | None = None
 ) -> list[AuditSpec]:
     """Read audits from TOML text; ``source`` names it in error messages. A black box's
-    ``callable`` whose module is a file in ``directory`` is imported from there."""
+    ``callable`` whose module is a file in ``directory`` is imported from there, and dataset
+    files are read relative to ``directory`` (default: the working directory)."""
     data = _toml(text, source)
+    with _spec_directory(directory):
+        return parse(data, source=source)
+
+
+@contextlib.contextmanager
+def _spec_directory(directory: str | Path | None) -> Iterator[None]:
+    """Meanwhile, ``directory`` is the folder of the spec being read (:data:`_SPEC_DIRECTORY`)."""
     token = _SPEC_DIRECTORY.set(None if directory is None else Path(directory))
     try:
-        return parse(data, source=source)
+        yield
     finally:
         _SPEC_DIRECTORY.reset(token)
 
@@ -1235,7 +1341,12 @@ ACCOUNTANT_AUDIT_KEYS: dict[str, Param] = {
     "name": Param("string", help="unique label of the accountant audit"),
     "description": Param("string", False, "", "free text shown in the report"),
     "mechanism": Param("table", help="the mechanism: { kind = ..., ... }"),
-    "pair": Param("table", False, None, "{ d, d_prime, relation }; default: worst case"),
+    "pair": Param(
+        "table",
+        False,
+        None,
+        "{ d, d_prime (arrays or .npy/.csv files), relation }; default: the mechanism's own",
+    ),
     "epsilons": Param("non-empty array of numbers", False, None, "eps grid (default: automatic)"),
     "trials": Param("integer", help="privacy-loss samples per order"),
     "seed": Param("integer", False, 0, "root seed of the samples"),
@@ -1335,4 +1446,5 @@ def load_accountant_audits(path: str | Path) -> list[AccountantAuditSpec]:
     """Read the ``[[accountant_audit]]`` tables of a TOML spec file."""
     path = Path(path)
     text = _read_spec_file(path)
-    return parse_accountant_audits(_toml(text, str(path)), source=str(path))
+    with _spec_directory(path.resolve().parent):
+        return parse_accountant_audits(_toml(text, str(path)), source=str(path))

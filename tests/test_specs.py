@@ -420,7 +420,7 @@ def test_a_wrong_expectation_of_an_accountant_audit_is_one_line(
     assert message in str(err.value) and "\n" not in str(err.value)
 
 
-# --- black boxes: where the pair comes from ------------------------------------------------------
+# --- black boxes: where the pair comes from, datasets read from files ---------------------------
 _RELEASE = "tests.mechanisms.test_blackbox:noisy_sum"
 
 
@@ -444,6 +444,122 @@ def test_a_blackbox_with_no_pair_anywhere_names_the_keys_that_give_one() -> None
     )
     with pytest.raises(specs.SpecError, match=r"mechanism \(blackbox\): neighbour is missing"):
         one(_blackbox(", dataset = [0.0]"))
+
+
+#: Values whose last bits a text format loses unless it writes 17 significant digits.
+EXACT = np.array(
+    [
+        0.1 + 0.2,
+        0.1,
+        1 / 3,
+        np.nextafter(1.0, 2.0),
+        5e-324,
+        2.2250738585072014e-308 / 3,
+        -1e-310,
+        1e308,
+        -np.finfo(float).max,
+        -0.0,
+        2.0**53 + 2,
+    ]
+)
+
+
+def _exact_values(seed: int, n: int = 400) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    random = rng.standard_normal(n) * 10.0 ** rng.integers(-300, 300, n)
+    bits = rng.integers(0, 2**63 - 1, n, dtype=np.int64).view(np.float64)
+    return np.concatenate([EXACT, random, bits[np.isfinite(bits)]])
+
+
+def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.shape == b.shape and a.dtype == b.dtype and bytes(a.data) == bytes(b.data)
+
+
+def _write_csv(path: Path, values: np.ndarray, writer: str) -> None:
+    if writer == "repr":
+        rows = values.reshape(values.shape[0], -1)
+        path.write_text("".join(",".join(repr(float(v)) for v in r) + "\n" for r in rows))
+    else:
+        np.savetxt(path, values, fmt="%.17g", delimiter=",", header="written by numpy")
+
+
+@pytest.mark.parametrize("writer", ["npy", "repr", "%.17g"])
+def test_datasets_read_from_files_come_back_bit_for_bit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, writer: str
+) -> None:
+    d = _exact_values(1)
+    d_prime = d[::-1].copy()
+    folder = tmp_path / "specs"
+    folder.mkdir()
+    for name, values in (("d", d), ("d_prime", d_prime)):
+        if writer == "npy":
+            np.save(folder / f"{name}.npy", values)
+        else:
+            _write_csv(folder / f"{name}.csv", values, writer)
+    suffix = "npy" if writer == "npy" else "csv"
+    spec_file = folder / "spec.toml"
+    spec_file.write_text(
+        _blackbox(f', dataset = "d.{suffix}", neighbour = "d_prime.{suffix}"')
+        + f'\n[[audit]]\nname = "b"\nmechanism = {{ kind = "blackbox", callable = "{_RELEASE}" }}'
+        f'\ntrials = 10\npair = {{ d = "d.{suffix}", d_prime = "d_prime.{suffix}", '
+        'relation = "replace_one" }\n'
+    )
+    monkeypatch.chdir(tmp_path)  # paths are the spec's folder's, not the working directory's
+    from_mechanism, from_pair = specs.load(spec_file)
+    for spec in (from_mechanism, from_pair):
+        assert _same_bits(spec.pair.d, d) and _same_bits(spec.pair.d_prime, d_prime)
+    assert from_mechanism.table["mechanism"]["dataset"] == f"d.{suffix}"
+
+
+def test_csv_rows_are_records_and_npy_keeps_its_dtype(tmp_path: Path) -> None:
+    records = _exact_values(3, n=97).reshape(-1, 3)
+    _write_csv(tmp_path / "records.csv", records, "repr")
+    assert _same_bits(specs.read_dataset_file(tmp_path / "records.csv"), records)
+    (tmp_path / "empty.csv").write_text("# no records\n\n")
+    assert specs.read_dataset_file(tmp_path / "empty.csv").shape == (0,)
+    counts = np.array([2**62 + 1, -3], dtype=np.int64)
+    np.save(tmp_path / "counts.npy", counts)
+    assert _same_bits(specs.read_dataset_file(tmp_path / "counts.npy"), counts)
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("absent.csv", None, "dataset file not found"),
+        ("d.txt", "1.0\n", "unknown file type '.txt'; expected .npy or .csv"),
+        ("d.csv", "1.0\n2.0\nabc\n", "line 3: 'abc' is not a number"),
+        ("d.csv", "1.0,2.0\n3.0\n", "line 2 has 1 values, the lines before it 2"),
+        ("d.csv", b"\xff\xfe\n", "cannot read the dataset file"),
+        ("d.npy", "not numpy", "not a .npy array of numbers"),
+        ("d.npy", np.array(["a", "b"]), "holds <U1 values, not real numbers"),
+        ("d.npy", np.array([1.0, None], dtype=object), "not a .npy array of numbers"),
+    ],
+)
+def test_a_bad_dataset_file_is_one_line_naming_spec_key_and_file(
+    tmp_path: Path, name: str, content: object, message: str
+) -> None:
+    path = tmp_path / name
+    if isinstance(content, np.ndarray):
+        np.save(path, content, allow_pickle=True)
+    elif isinstance(content, bytes):
+        path.write_bytes(content)
+    elif content is not None:
+        path.write_text(content)
+    spec_file = tmp_path / "spec.toml"
+    spec_file.write_text(_blackbox(f', dataset = "{name}", neighbour = [1.0]'))
+    with pytest.raises(specs.SpecError) as err:
+        specs.load(spec_file)
+    text = str(err.value)
+    assert text.startswith(f"{spec_file}: audit 1 (a): mechanism.dataset: {path}: ")
+    assert message in text and "\n" not in text
+
+
+def test_an_accountant_audit_reads_its_pair_files_beside_the_spec(tmp_path: Path) -> None:
+    np.save(tmp_path / "d.npy", np.array([0.0]))
+    (tmp_path / "d_prime.csv").write_text("0.0\n1.0\n")
+    text = _ACCOUNTANT + 'pair = { d = "d.npy", d_prime = "d_prime.csv" }\n'
+    (audit,) = _accountant_audits(tmp_path, text)
+    assert audit.pair.d.tolist() == [0.0] and audit.pair.d_prime.tolist() == [0.0, 1.0]
 
 
 def test_a_blackbox_spec_states_the_most_calls_before_it_runs() -> None:
