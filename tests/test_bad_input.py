@@ -187,9 +187,9 @@ def test_a_composition_of_a_million_runs_is_refused_in_one_line(tmp_path: Path) 
 
 
 def test_a_learning_sample_beyond_memory_is_refused_before_drawing(monkeypatch) -> None:
-    """A learning attack on outputs of 1,000 values: its fit sample of 2,750 outputs per
-    dataset needs 42 MiB, more than a quarter of a 128 MiB machine; refused before any of it is
-    drawn, naming the attack, not a MemoryError hours later."""
+    """A learning attack on outputs of 1,000 values: its fit sample of 5,000 outputs per
+    dataset (10,000 trials) needs 76 MiB, more than a quarter of a 128 MiB machine; refused
+    before any of it is drawn, naming the attack, not a MemoryError hours later."""
     sizes = []
 
     def wide(dataset, size, rng):
@@ -198,9 +198,9 @@ def test_a_learning_sample_beyond_memory_is_refused_before_drawing(monkeypatch) 
 
     monkeypatch.setattr(limits, "_physical_memory", lambda: 2**27)
     box = dpaudit.mechanisms.BlackBox(wide, dataset=[0.0], neighbour=[1.0])
-    with pytest.raises(ValueError, match=r"attack DeltaLeak.* learns from 2,750 outputs per "):
-        dpaudit.audit_mechanism(box, trials=1000, seed=0)
-    assert max(sizes) < 2750
+    with pytest.raises(ValueError, match=r"attack DeltaLeak.* learns from 5,000 outputs per "):
+        dpaudit.audit_mechanism(box, trials=10_000, seed=0)
+    assert max(sizes) < 5000
 
 
 # --- names ------------------------------------------------------------------------------------
