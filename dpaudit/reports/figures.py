@@ -25,7 +25,13 @@ import numpy as np
 from dpaudit._core.validation import check_choice
 from dpaudit.audit.grid import ScoreGrid
 from dpaudit.reports.records import as_record, from_json_value
-from dpaudit.reports.text import claim_label, format_delta, format_number, level_per_test
+from dpaudit.reports.text import (
+    claim_label,
+    format_delta,
+    format_number,
+    level_per_test,
+    method_title,
+)
 
 if TYPE_CHECKING:  # matplotlib is imported when a figure is drawn, not with dpaudit.reports
     from matplotlib.axes import Axes
@@ -63,17 +69,6 @@ BAND_COLOR = "#92c5de"
 D_COLOR = "#4d4d4d"
 D_PRIME_COLOR = "#d6604d"
 
-_METHOD_TITLES = {
-    "exact": "exact",
-    "pld": "PLD accountant",
-    "rdp": "RDP",
-    "gdp_clt": "GDP CLT (approx.)",
-    "berry_esseen": "Berry–Esseen",
-    "advanced": "advanced composition",
-    "kov": "optimal composition (KOV)",
-}
-
-
 #: Longest line of a legend entry; longer labels wrap onto further lines.
 LEGEND_WRAP = 60
 
@@ -98,9 +93,8 @@ def _xy(points: Mapping[str, Any] | None, x: str, y: str) -> tuple[np.ndarray, n
     return np.asarray(points[x], dtype=float), np.asarray(points[y], dtype=float)
 
 
-def _method_label(method: str, entry: Mapping[str, Any]) -> str:
-    label = _METHOD_TITLES.get(method, method)
-    return f"theory: {label}"
+def _method_label(method: str) -> str:
+    return f"theory: {method_title(method, long=True)}"
 
 
 def _trials_label(record: Mapping[str, Any]) -> str:
@@ -225,7 +219,7 @@ def _draw_curves(ax: Axes, record: dict[str, Any], log: bool, floor: float) -> N
     for method, entry in (record.get("theory") or {}).items():
         xy = _xy(entry.get("tradeoff"), "alpha", "beta")
         style = METHOD_STYLE.get(method, _OTHER_STYLE)
-        _draw_curve(ax, xy, log, floor, label=_method_label(method, entry), **style)
+        _draw_curve(ax, xy, log, floor, label=_method_label(method), **style)
     claim = record.get("claim")
     if claim:
         xy = _xy(claim.get("tradeoff"), "alpha", "beta")
@@ -345,7 +339,7 @@ def plot_privacy_profile(result: Any, ax: Axes | None = None, *, legend: bool = 
             eps_max = max(eps_max, float(eps.max()))
 
     for method, entry in (record.get("theory") or {}).items():
-        draw(entry, label=_method_label(method, entry), **METHOD_STYLE.get(method, _OTHER_STYLE))
+        draw(entry, label=_method_label(method), **METHOD_STYLE.get(method, _OTHER_STYLE))
     claim = record.get("claim")
     if claim:
         draw(claim, label=f"claim: {claim_label(record)}", **CLAIM_STYLE)

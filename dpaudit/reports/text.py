@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dpaudit._core.numbers import format_number, format_probability
+from dpaudit.mechanisms.base import METHOD_KINDS
 from dpaudit.reports.records import from_json_value
 
 __all__ = [
@@ -18,25 +19,34 @@ __all__ = [
     "verdict_label",
     "NO_CLAIM",
     "claim_label",
+    "METHOD_TITLES",
     "method_title",
     "level_per_test",
     "attack_label",
 ]
 
-_TITLES = {
-    "exact": "exact",
-    "pld": "PLD",
-    "rdp": "RDP",
-    "gdp_clt": "GDP CLT",
-    "berry_esseen": "Berry–Esseen",
-    "advanced": "advanced",
-    "kov": "KOV",
+#: Title of each theory method: ``(short, long)``. The short title heads the columns of the
+#: tables and names an accountant claim (``PLD accountant``); the long one labels the curves of
+#: the figures, where there is room for a few words.
+METHOD_TITLES: dict[str, tuple[str, str]] = {
+    "exact": ("exact", "exact"),
+    "pld": ("PLD", "PLD accountant"),
+    "rdp": ("RDP", "RDP"),
+    "gdp_clt": ("GDP CLT", "GDP CLT"),
+    "berry_esseen": ("Berry–Esseen", "Berry–Esseen"),
+    "advanced": ("advanced", "advanced composition"),
+    "kov": ("KOV", "optimal composition (KOV)"),
 }
 
 
-def method_title(method: str) -> str:
-    """Short title of a theory method (``pld`` -> ``PLD``)."""
-    return _TITLES.get(method, method)
+def method_title(method: str, *, long: bool = False) -> str:
+    """Title of a theory method (``pld`` -> ``PLD``, or ``PLD accountant`` with ``long=True``);
+    a long title marks an approximation, which is no bound (``GDP CLT (approx.)``). A method
+    without a title is named by its key."""
+    short, full = METHOD_TITLES.get(method, (method, method))
+    if not long:
+        return short
+    return f"{full} (approx.)" if METHOD_KINDS.get(method) == "approximation" else full
 
 
 #: What each attack class does, in a few words (its own short label names the variant).

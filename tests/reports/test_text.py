@@ -88,3 +88,21 @@ def test_report_cells_of_bounds_round_to_their_safe_side():
 def test_rounding_must_be_named():
     with pytest.raises(ValueError, match="rounding must be one of"):
         format_number(1.0, rounding="floor")
+
+
+def test_every_theory_method_has_one_title_used_by_tables_and_figures(violated_record):
+    """A theory method's title lives in one table: the short title heads the columns of the
+    tables, the long one labels the figures' curves, and an approximation says it is one."""
+    from dpaudit.mechanisms.base import METHOD_KINDS
+    from dpaudit.reports.figures import plot_privacy_profile, plot_tradeoff
+    from dpaudit.reports.tables import bounds_table
+    from dpaudit.reports.text import METHOD_TITLES, method_title
+
+    assert set(METHOD_TITLES) == set(METHOD_KINDS) - {"claim"}
+    assert method_title("pld") == "PLD" and method_title("pld", long=True) == "PLD accountant"
+    assert method_title("gdp_clt", long=True) == "GDP CLT (approx.)"
+    methods = list(violated_record["theory"])
+    assert {method_title(m) for m in methods} <= set(bounds_table(violated_record).columns)
+    for axes in (plot_tradeoff(violated_record), plot_privacy_profile(violated_record)):
+        labels = {line.get_label() for line in axes.get_lines()}
+        assert {f"theory: {method_title(m, long=True)}" for m in methods} <= labels
