@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -96,10 +97,23 @@ def bounds_table(result: Any) -> pd.DataFrame:
     return pd.DataFrame(columns)
 
 
+#: A key that TOML takes without quotes.
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
 def toml_inline(value: Any) -> str:
-    """A spec value written as TOML (inline tables and arrays), as a user would type it."""
+    """A spec value written as TOML (inline tables and arrays), as a user would type it.
+
+    TOML has no null: a key whose value is ``None`` is left out of its table, as a spec leaves
+    out a key it does not set, and a ``None`` that is no key's value is written ``—``, as a
+    report writes every missing value. A key that TOML does not take bare is quoted.
+    """
+    if value is None:
+        return "—"
     if isinstance(value, Mapping):
-        inner = ", ".join(f"{k} = {toml_inline(v)}" for k, v in value.items())
+        inner = ", ".join(
+            f"{_toml_key(str(k))} = {toml_inline(v)}" for k, v in value.items() if v is not None
+        )
         return "{ " + inner + " }" if inner else "{}"
     if isinstance(value, list | tuple):
         return "[" + ", ".join(toml_inline(v) for v in value) + "]"
@@ -108,6 +122,10 @@ def toml_inline(value: Any) -> str:
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)
     return str(value)
+
+
+def _toml_key(key: str) -> str:
+    return key if _BARE_KEY.fullmatch(key) else json.dumps(key, ensure_ascii=False)
 
 
 def _count(value: Any) -> str:
@@ -151,9 +169,12 @@ def parameters_table(result: Any) -> list[tuple[str, str]]:
     if attack:
         rows.append(("attack", attack_label(attack)))
         # The mechanism and the pair an attack was built on are shown on their own rows; the
-        # sizes of given scores on the rows of counts below.
+        # sizes of given scores on the rows of counts below. A setting left unset (None) is left
+        # out, as toml_inline leaves it out of any table.
         params = {
-            k: v for k, v in (attack.get("params") or {}).items() if k not in ("mechanism", "pair")
+            k: v
+            for k, v in (attack.get("params") or {}).items()
+            if k not in ("mechanism", "pair") and v is not None
         }
         if params and not given:
             rows.append((ATTACK_CONFIGURATION, toml_inline(params)))
