@@ -139,3 +139,33 @@ def test_no_legend_or_label_runs_off_a_figure(violated_record, which):
         for legend in legends:
             assert fig.bbox.contains(*legend.get_window_extent(renderer).min), key
             assert fig.bbox.contains(*legend.get_window_extent(renderer).max), key
+
+
+def test_the_guide_describes_the_figures_as_they_are_drawn(violated_record):
+    """docs/guide/reports.md says what each figure draws: its numbers are the code's, and it
+    names no element the figures do not draw (the trade-off plane has points and a band, no
+    confidence boxes). The elements of the plane are pinned: one more needs its line there."""
+    from pathlib import Path
+
+    from dpaudit.reports.figures import HISTOGRAM_BINS, tradeoff_figure
+    from dpaudit.reports.records import PROFILE_DELTAS
+    from dpaudit.reports.text import format_delta
+
+    guide = (Path(__file__).parents[2] / "docs/guide/reports.md").read_text(encoding="utf-8")
+    figures = " ".join(guide.split("## The figures")[1].split("\n## ")[0].split())
+    steps = PROFILE_DELTAS.size
+    low, high = format_delta(PROFILE_DELTAS[0]), format_delta(PROFILE_DELTAS[-1])
+    assert f"{steps} values of `delta` from `{low}` to `{high}`" in figures
+    assert f"at most {HISTOGRAM_BINS} bins" in figures
+    assert "box" not in figures
+    labels = tradeoff_figure(violated_record).legends[0].get_texts()
+    drawn = {text.get_text().split(":")[0].split(" (")[0] for text in labels}
+    assert drawn == {
+        "perfect privacy",
+        "95% confidence band",
+        "measured",
+        "theory",
+        "claim",
+        "test behind the ε bound at δ = 1e-05",
+        "witness",
+    }, drawn
