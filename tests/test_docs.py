@@ -158,3 +158,25 @@ def test_the_accountant_guide_shows_its_example_script_and_how_to_install_what_i
     named = set(re.findall(r'"(\w+:?\w*)"', code))
     assert {PACKAGES[n] for n in named} - {None} <= brought
     assert "opacus" not in brought and "torch" not in brought
+
+
+def test_every_sample_report_is_written_by_the_script_the_docs_name():
+    """docs/reports/make_samples.py, named by the README and the guide, writes every sample
+    under docs/reports/ (a report directory, or a figure of the gallery) from files that
+    exist, so that the samples can be made again with the current code."""
+    import importlib.util
+
+    samples_dir = ROOT / "docs/reports"
+    spec = importlib.util.spec_from_file_location("make_samples", samples_dir / "make_samples.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    written = {p.parent for p in samples_dir.rglob("results.json")}
+    written |= set(samples_dir.rglob("*.png")) - {p for d in written for p in d.rglob("*.png")}
+    assert {samples_dir / name for name in module.SAMPLES} == written
+    for name in module.SAMPLES:
+        command = module.command(name)
+        assert command[-1] == str(samples_dir / name)
+        assert all((ROOT / a).exists() for a in command if a.endswith((".toml", ".py"))), command
+    for page in ("README.md", "docs/guide/reports.md", "docs/reports/gallery/README.md"):
+        assert "python docs/reports/make_samples.py" in (ROOT / page).read_text(encoding="utf-8")
