@@ -9,7 +9,7 @@ with the trials and seeds of its spec (the suite's built-in spec, or the spec in
 A sample's report directory is replaced as every report directory is (``dpaudit run -o``
 replaces an earlier report). The OpenDP samples differ slightly from run to run (OpenDP's
 generator cannot be seeded); the accountants sample needs the ``accountants`` extra and the
-library samples the ``adapters`` extra. A command that fails stops the script with its exit
+library samples the ``libraries`` extra. A command that fails stops the script with its exit
 code, and the samples written before it stay.
 """
 
