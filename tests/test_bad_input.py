@@ -403,7 +403,7 @@ def test_a_signal_during_the_pilot_of_a_stored_run_keeps_the_pilot(
 ) -> None:
     """A real Ctrl-C (SIGINT), or a ``kill`` (SIGTERM), to ``dpaudit run --store`` during its
     pilot: one line saying what was kept, exit 130, no report; the finished pilot chunk stays in
-    the store."""
+    the store. One process: the release counts its calls per process to know when to be slow."""
     (tmp_path / "slow_release.py").write_text(_SLOW_PILOT)
     spec = _spec(
         tmp_path,
@@ -418,7 +418,7 @@ def test_a_signal_during_the_pilot_of_a_stored_run_keeps_the_pilot(
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])}
     run = subprocess.Popen(
         [sys.executable, "-m", "dpaudit.cli", "run", str(spec), "-o", str(tmp_path / "out")]
-        + ["--store", str(store), "--quiet"],
+        + ["--store", str(store), "--quiet", "--n-jobs", "1"],
         stderr=subprocess.PIPE,
         text=True,
         env=env,
