@@ -35,6 +35,12 @@ CASES = [
     ("Gaussian sigma inf", lambda: mech.Gaussian(INF), "sigma must be finite, got inf"),
     ("Gaussian sigma str", lambda: mech.Gaussian("a"), "sigma must be a real number, got 'a'"),
     (
+        "Gaussian sigma beyond floats",
+        lambda: mech.Gaussian(10**400),
+        "sigma must be a real number within the float range (below 1.8e308), got an integer of "
+        "about 1e400",
+    ),
+    (
         "Gaussian sensitivity",
         lambda: mech.Gaussian(1.0, sensitivity=-1),
         "sensitivity must be in (0, inf), got -1",

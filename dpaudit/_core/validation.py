@@ -37,7 +37,13 @@ __all__ = [
 def _as_float(name: str, value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, Real | np.floating | np.integer):
         raise ValueError(f"{name} must be a real number, got {value!r}")
-    out = float(value)
+    try:
+        out = float(value)
+    except OverflowError:  # an integer beyond the float range, e.g. 10**400
+        raise ValueError(
+            f"{name} must be a real number within the float range (below 1.8e308), got an "
+            f"integer of about 1e{int(int(value).bit_length() * math.log10(2))}"
+        ) from None
     if math.isnan(out):
         raise ValueError(f"{name} must be a real number, got nan")
     return out
