@@ -396,6 +396,11 @@ def _read_table(
             ) from None
         except ValueError as exc:
             raise ctx.error(f"{prefix}{key}", str(exc)) from None
+        except OverflowError:  # an integer such as 10**400 where a float is read
+            raise ctx.error(
+                f"{prefix}{key}",
+                f"{_describe(value)} is beyond the float range (below 1.8e308 in magnitude)",
+            ) from None
         if param.expected == "mechanism":
             converted = _build_mechanism(converted, ctx, f"{prefix}{key}")
         elif param.expected == "list of mechanisms":

@@ -202,6 +202,14 @@ def test_several_audits_keep_their_order() -> None:
         ),
         (minimal(mechanism='"gaussian"'), ["mechanism", "expected a table"]),
         (
+            minimal(mechanism='{ kind = "gaussian", sigma = 1' + "0" * 400 + " }"),
+            ["mechanism.sigma", "(integer) is beyond the float range"],
+        ),
+        (
+            minimal("pair = { d = [0.0], d_prime = [1" + "0" * 400 + "] }"),
+            ["pair.d_prime", "beyond the float range"],
+        ),
+        (
             minimal(
                 mechanism='{ kind = "poisson_subsampled", rate = 0.1, '
                 'base = { kind = "gaussian", sigma = -2 } }'
