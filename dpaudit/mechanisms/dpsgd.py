@@ -75,6 +75,8 @@ from dpaudit._core.validation import (
     check_positive,
     check_probability,
 )
+from dpaudit.bounds.pld import PLD
+from dpaudit.bounds.rdp import RDPCurve
 from dpaudit.mechanisms.base import (
     Mechanism,
     NeighbouringPair,
@@ -603,6 +605,15 @@ class DPSGD(Mechanism):
         ``exact`` for ``T = 1``)."""
         acc = self.accountant
         return {m: (lambda m=m: acc.theory(m)) for m in acc.theory_methods}
+
+    def pld(self, step: float | None = None) -> PLD:
+        """The accountant's privacy loss distribution (:meth:`Composed.pld`), so that a
+        composition of DP-SGD runs with other mechanisms convolves it like any other."""
+        return self.accountant.pld(step=step)
+
+    def rdp(self, orders: object = None) -> RDPCurve:
+        """The accountant's RDP curve (:meth:`Composed.rdp`)."""
+        return self.accountant.rdp(orders=orders)
 
     # ------------------------------------------------------------------ data and canaries
     def canary_record(self) -> np.ndarray:
