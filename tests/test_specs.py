@@ -259,6 +259,7 @@ def test_several_audits_keep_their_order() -> None:
         (minimal("deltas = []"), ["deltas", "non-empty array"]),
         (minimal("deltas = 1e-5"), ["deltas", "non-empty array"]),
         (minimal("n_jobs = 0"), ["n_jobs", "-1"]),
+        (minimal("n_jobs = 9223372036854775807"), ["n_jobs", "at most", "worker processes"]),
         (minimal("selection_trials = 0"), ["selection_trials", "[1, inf)"]),
         (minimal('expect = "fine"'), ["expect", "consistent", "violated"]),
         (minimal('strategy = "best"'), ["strategy", "holdout", "best"]),

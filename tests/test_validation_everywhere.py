@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import io
 import math
+import os
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ import pytest
 import dpaudit
 from dpaudit import cli
 from dpaudit import mechanisms as mech
+from dpaudit._core.validation import WORKERS_PER_CORE
 from dpaudit.attacks import LikelihoodRatio, Threshold
 from dpaudit.audit.backends import backend, check_scheduler
 from dpaudit.audit.confidence import clopper_pearson_upper
@@ -22,6 +24,8 @@ from dpaudit.bounds.gaussian_dp import gdp, gdp_epsilon
 from dpaudit.bounds.tradeoff import approx_dp, from_delta
 
 NAN, INF = math.nan, math.inf
+#: One worker more than check_n_jobs allows (few enough to start should the check be missing).
+_TOO_MANY_JOBS = WORKERS_PER_CORE * (os.cpu_count() or 1) + 1
 
 
 def _gaussian_audit(**kwargs):
@@ -84,6 +88,11 @@ CASES = [
     ("audit confidence", _gaussian_audit(confidence=1.0), "confidence must be in (0, 1), got 1.0"),
     ("audit strategy", _gaussian_audit(strategy="x"), "strategy must be one of 'holdout'"),
     ("audit n_jobs", _gaussian_audit(n_jobs=0), "n_jobs must be a non-zero integer"),
+    (
+        "audit n_jobs beyond the machine",
+        _gaussian_audit(n_jobs=_TOO_MANY_JOBS),
+        "n_jobs must be at most",
+    ),
     ("audit chunk_size", _gaussian_audit(chunk_size=0), "chunk_size must be an integer in [1,"),
     ("audit bins", _gaussian_audit(bins=1), "bins must be an integer in [2, 1048576], got 1"),
     ("audit store", _gaussian_audit(store=3), "store must be None or a directory path, got 3"),
@@ -138,6 +147,7 @@ CLI_CASES = [
     (["run", "SPEC", "-o", "OUT", "--trials", "0"], "trials must be an integer in [1, inf), got 0"),
     (["run", "SPEC", "-o", "OUT", "--seed", "-1"], "seed must be an integer in [0, inf), got -1"),
     (["run", "SPEC", "-o", "OUT", "--n-jobs", "0"], "n_jobs must be a non-zero integer"),
+    (["run", "SPEC", "-o", "OUT", "--n-jobs", str(_TOO_MANY_JOBS)], "n_jobs must be at most"),
     (["run", "SPEC", "-o", "OUT", "--trials", "abc"], "argument --trials: invalid int value"),
     (["run", "SPEC", "-o", "OUT", "--store", "FILE"], "exists and is not a directory"),
     (["run", "SPEC", "-o", "OUT", "--backend", "x"], "argument --backend: invalid choice"),

@@ -25,6 +25,7 @@ __all__ = [
     "check_integer",
     "check_choice",
     "check_n_jobs",
+    "WORKERS_PER_CORE",
     "check_writable_directory",
     "check_input_file",
     "check_array_in_unit_interval",
@@ -115,10 +116,15 @@ def check_choice(name: str, value: object, choices: tuple[str, ...] | list[str])
     return value
 
 
+#: Most worker processes per core that ``n_jobs`` may ask for: more only costs memory (every
+#: worker is a Python process), and a mistyped count must not start thousands of processes.
+WORKERS_PER_CORE = 8
+
+
 def check_n_jobs(name: str, value: object) -> int:
     """Return ``value`` as a number of parallel workers in joblib's convention: a positive
-    integer, or a negative one counted from the number of cores (``-1`` all cores, ``-2`` all
-    but one)."""
+    integer of at most :data:`WORKERS_PER_CORE` per core of this machine, or a negative one
+    counted from the number of cores (``-1`` all cores, ``-2`` all but one)."""
     try:
         out = check_integer(name, value, minimum=-(2**62))
     except ValueError:
@@ -126,6 +132,12 @@ def check_n_jobs(name: str, value: object) -> int:
     if out == 0:
         raise ValueError(
             f"{name} must be a non-zero integer (-1: all cores, -2: all but one), got {value!r}"
+        )
+    cores = os.cpu_count() or 1
+    if out > WORKERS_PER_CORE * cores:
+        raise ValueError(
+            f"{name} must be at most {WORKERS_PER_CORE * cores} ({WORKERS_PER_CORE} worker "
+            f"processes for each of this machine's {cores} cores; -1: all cores), got {value!r}"
         )
     return out
 
