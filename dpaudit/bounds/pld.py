@@ -1146,9 +1146,14 @@ def _check_laplace(scale: float, sensitivity: float) -> tuple[float, float]:
 def _gaussian_family(
     sigma: float, sens: float, q: float, step: float | None, name: str, **options: Any
 ) -> PLD:
-    """``N(0, sigma^2)`` against ``(1 - q) N(0, sigma^2) + q N(sens, sigma^2)``, both orders."""
-    base, prime = _normal(0.0, sigma), _normal(sens, sigma)
-    return _monotone_pld(_gaussian_ratio(sigma, sens), base, prime, q, step, name, **options)
+    """``N(0, sigma^2)`` against ``(1 - q) N(0, sigma^2) + q N(sens, sigma^2)``, both orders.
+
+    The privacy loss depends on ``sens / sigma`` alone, so the laws are taken in units of
+    ``sigma`` (``N(0, 1)`` and ``N(sens / sigma, 1)``): no ``sigma**2`` of an extreme ``sigma``
+    overflows or underflows on the way."""
+    shift = sens / sigma
+    base, prime = _normal(0.0, 1.0), _normal(shift, 1.0)
+    return _monotone_pld(_gaussian_ratio(1.0, shift), base, prime, q, step, name, **options)
 
 
 def _laplace_family(
@@ -1168,7 +1173,7 @@ def gaussian(sigma: float, sensitivity: float = 1.0, *, step: float | None = Non
     release with ``rel_error=1e-3``; to compose many times pass ``auto_step(T, ...)``.
     """
     sigma, sens = _check_gaussian(sigma, sensitivity)
-    eta = sens**2 / (2.0 * sigma**2)
+    eta = 0.5 * (sens / sigma) ** 2
     return _gaussian_family(
         sigma,
         sens,

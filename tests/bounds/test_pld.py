@@ -292,6 +292,19 @@ def test_symmetric_mechanisms_have_equal_orders(ratio, base, prime):
     assert both.pq.epsilon(1e-3) == pytest.approx(both.qp.epsilon(1e-3), rel=1e-9)
 
 
+@pytest.mark.parametrize("scale", [1e-200, 1e200, 1e300])
+def test_gaussian_plds_depend_on_the_ratio_alone_at_any_scale(scale):
+    # sigma**2 of sigma = 1e300 used to overflow (OverflowError) before the ratio was taken.
+    for build in (
+        pld.gaussian,
+        lambda s, d: pld.poisson_subsampled_gaussian(s, rate=0.2, sensitivity=d),
+    ):
+        ref = build(1.0, 1.0)
+        scaled = build(scale, scale)
+        assert scaled.epsilon(1e-5) == pytest.approx(ref.epsilon(1e-5), rel=1e-12)
+    assert pld.gaussian(1e300, 1.0).epsilon(1e-5) == 0.0
+
+
 @pytest.mark.parametrize("sigma", [0.7, 2.0])
 def test_subsampled_gaussian_single_step_matches_quadrature(sigma):
     q = 0.05
