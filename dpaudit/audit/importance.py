@@ -94,6 +94,14 @@ class LossTilt(ABC):
         return lam
 
 
+def _half_square_norm(v: np.ndarray, sigma: float) -> float:
+    """``||v||^2 / (2 sigma^2)``, the Gaussian loss scale, computed as ``||v / sigma||^2 / 2`` so
+    that no extreme ``sigma`` overflows or divides by zero on the way (the result may be 0 or
+    ``inf``)."""
+    with np.errstate(over="ignore", under="ignore"):
+        return 0.5 * float(np.sum(np.square(v / sigma)))
+
+
 class _GaussianTilt(LossTilt):
     """``N(mu_A + lam v, sigma^2 I)`` with ``v = mu_A - mu_B``."""
 
@@ -101,7 +109,7 @@ class _GaussianTilt(LossTilt):
         self.mechanism = mechanism
         self.mean = np.asarray(mechanism.query(a), dtype=float)
         self.v = self.mean - np.asarray(mechanism.query(b), dtype=float)
-        self.eta = float(np.sum(self.v**2)) / (2.0 * mechanism.sigma**2)
+        self.eta = _half_square_norm(self.v, mechanism.sigma)
 
     def log_normalizer(self, lam: np.ndarray | float) -> np.ndarray:
         lam = np.asarray(lam, dtype=float)
@@ -237,7 +245,7 @@ class _SubsampledGaussianTilt(LossTilt):
         self.rate = float(rate)
         self.centre = np.asarray(centre, dtype=float)
         self.v = np.asarray(v, dtype=float)
-        self.eta = float(np.sum(self.v**2)) / (2.0 * noise.sigma**2)
+        self.eta = _half_square_norm(self.v, noise.sigma)
 
     def _log_weights(self, lam: np.ndarray | float) -> np.ndarray:
         """Log weights of the components ``k = 0..m`` (``m = 1 + lam``), shape

@@ -466,6 +466,16 @@ def test_wrong_input_is_refused(kwargs, match):
         audit_accountant(M.Gaussian(1.0), gdp(1.0), **kwargs)
 
 
+@pytest.mark.parametrize("wrap", [lambda m: m, lambda m: M.PoissonSubsampled(m, 0.2)])
+def test_gaussians_of_extreme_sigma_are_audited_or_refused_in_one_line(wrap):
+    # The tilts computed |v|^2 / (2 sigma^2): ZeroDivisionError at sigma = 1e-300 (sigma**2 is
+    # 0.0) and OverflowError at 1e300, before the PLD could say what it cannot represent.
+    with pytest.raises(ValueError, match=r"sensitivity/sigma must be at most 1e4"):
+        audit_accountant(wrap(M.Gaussian(1e-300)), "dpaudit:pld", trials=200)
+    result = audit_accountant(wrap(M.Gaussian(1e300)), "dpaudit:pld", trials=200)
+    assert result.claims["dpaudit:pld"].status == "consistent"
+
+
 def test_mechanisms_without_density_are_refused():
     from dpaudit.mechanisms.dpsgd import DPSGD
 
