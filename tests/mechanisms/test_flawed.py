@@ -116,6 +116,8 @@ def test_claimed_curve_is_the_approximate_dp_curve_of_kind_claim():
         (lambda: flawed("svt", eps=0.0), "eps"),
         (lambda: flawed("svt", c=0), "c must be"),
         (lambda: flawed("noisy_hist", k=0), "k must be"),
+        # k = 10^12 ended in a MemoryError while building the worst-case pair
+        (lambda: flawed("noisy_hist", k=10**12), r"k must be an integer in \[1, 1048576\]"),
         (lambda: flawed("laplace_skipped_noise", leak=1.5), "leak"),
         (lambda: flawed("noisy_hist", leak=0.1), "does not take"),
         (lambda: flawed("noisy_hist").sample(np.zeros(3), 5, _rng()), "vector of 5"),

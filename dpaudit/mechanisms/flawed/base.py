@@ -87,9 +87,14 @@ class FlawedMechanism(Mechanism):
     #: The ``delta`` of the claim.
     claimed_delta: float = 0.0
 
+    #: Most queries ``k``: the datasets and every output hold ``k`` numbers in memory.
+    max_k: int = 2**20
+
     def __init__(self, eps: float = 0.1, k: int | None = None) -> None:
         self.eps = check_positive("eps", eps)
-        self.k = check_integer("k", self.default_k if k is None else k, minimum=1)
+        self.k = check_integer(
+            "k", self.default_k if k is None else k, minimum=1, maximum=self.max_k
+        )
 
     @property
     def claimed_epsilon(self) -> float:
