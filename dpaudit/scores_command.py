@@ -51,7 +51,7 @@ def _read(path: Path) -> pd.DataFrame:
     check_input_file(path, "scores file")
     try:
         return _read_table(path)
-    except (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile) as exc:
+    except (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile, MemoryError) as exc:
         if str(exc).startswith(f"{path}: "):
             raise
         reason = " ".join(str(exc).split()) or type(exc).__name__
@@ -68,12 +68,16 @@ def _read_table(path: Path) -> pd.DataFrame:
         if importlib.util.find_spec("pyarrow") is None:
             raise ValueError(f"{path}: reading Parquet needs pyarrow (pip install pyarrow)")
         return pd.read_parquet(path)
-    if suffix == ".npy":
-        a = np.load(path, allow_pickle=False)
-        return pd.DataFrame({"score": np.asarray(a).ravel()})
-    if suffix == ".npz":
-        with np.load(path, allow_pickle=False) as data:
-            return pd.DataFrame({k: np.asarray(data[k]).ravel() for k in data.files})
+    if suffix in (".npy", ".npz"):
+        loaded = np.load(path, allow_pickle=False)
+        if isinstance(loaded, np.lib.npyio.NpzFile):
+            with loaded as data:
+                if suffix == ".npy":
+                    raise ValueError(f"{path}: an .npz archive, not an .npy array; name it .npz")
+                return pd.DataFrame({k: np.asarray(data[k]).ravel() for k in data.files})
+        if suffix == ".npz":
+            raise ValueError(f"{path}: a single .npy array, not an .npz archive; name it .npy")
+        return pd.DataFrame({"score": np.asarray(loaded).ravel()})
     raise ValueError(f"{path}: unknown file type {suffix!r} (use .csv, .parquet, .npy or .npz)")
 
 
@@ -84,10 +88,19 @@ def _column(frame: pd.DataFrame, name: str, path: Path) -> pd.Series:
     return frame[name]
 
 
-def _scores(series: pd.Series, name: str, path: Path) -> np.ndarray:
+def _numeric(series: pd.Series, what: str) -> pd.Series:
+    """``series`` as numbers (``NaN`` where a value is no number); a number beyond the float
+    range, such as a 400-digit integer in a CSV file, is a ``ValueError`` naming ``what``."""
     import pandas as pd
 
-    values = pd.to_numeric(series, errors="coerce").to_numpy(dtype=float)
+    try:
+        return pd.to_numeric(series, errors="coerce")
+    except OverflowError:
+        raise ValueError(f"{what} holds a number beyond the float range (1.8e308)") from None
+
+
+def _scores(series: pd.Series, name: str, path: Path) -> np.ndarray:
+    values = _numeric(series, f"{path}: column {name!r}").to_numpy(dtype=float)
     if np.isnan(values).any():
         raise ValueError(f"{path}: column {name!r} has missing or non-numeric scores")
     finite = values[np.isfinite(values)]
@@ -108,11 +121,9 @@ def _enough(count: int, what: str, minimum: int = MIN_SCORES) -> None:
 
 def membership_column(series: pd.Series, name: str) -> np.ndarray:
     """The membership column as 0/1 integers; a one-line error naming it otherwise."""
-    import pandas as pd
-
     if series.isna().any():
         raise ValueError(f"membership column {name!r} has missing values")
-    values = pd.to_numeric(series, errors="coerce")
+    values = _numeric(series, f"membership column {name!r}")
     if values.isna().any() or not values.isin([0, 1]).all():
         raise ValueError(f"membership column {name!r} must contain only 0 and 1")
     return values.to_numpy().astype(np.int8)

@@ -48,6 +48,7 @@ def test_two_files_and_one_run(tmp_path):
         (lambda f: f.assign(member=f.member * 2), "only 0 and 1"),
         (lambda f: f.assign(member="yes"), "only 0 and 1"),
         (lambda f: f.drop(columns="member"), "no column 'member'"),
+        (lambda f: f.assign(member=f"1{'0' * 400}"), "beyond the float range"),
     ],
 )
 def test_bad_membership_one_line_nothing_written(table, capsys, change, message):
@@ -139,6 +140,20 @@ def _damaged_npz(path):
     path.write_bytes(path.read_bytes()[:40])
 
 
+def _save(path, save, *args, **arrays):
+    """``save`` (np.save or np.savez) into ``path`` as named, whatever its suffix."""
+    with open(path, "wb") as handle:
+        save(handle, *args, **arrays)
+
+
+def _npy_of_impossible_shape(path):
+    """An .npy header that claims 10^11 values (745 GiB) over a file of 300."""
+    _save(path, np.save, np.arange(300.0))
+    data = path.read_bytes()
+    header = b"{'descr': '<f8', 'fortran_order': False, 'shape': (99999999999,), }"
+    path.write_bytes(data[:10] + header + b" " * (data.index(b"\n") - 10 - len(header)) + b"\n")
+
+
 @pytest.mark.parametrize(
     ("name", "write", "needle"),
     [
@@ -157,6 +172,15 @@ def _damaged_npz(path):
         ),
         ("few.csv", lambda p: p.write_text("score,member\n1,1\n2,0\n3,1\n"), "at least 4 scores"),
         ("fifo.csv", lambda p: os.mkfifo(p), "the scores file is not a regular file"),
+        # each of these was a traceback: TypeError, MemoryError, OverflowError
+        ("array.npz", lambda p: _save(p, np.save, np.arange(10.0)), "not an .npz archive"),
+        ("archive.npy", lambda p: _save(p, np.savez, score=np.ones(8)), "not an .npy array"),
+        ("shape.npy", _npy_of_impossible_shape, "cannot be read as a .npy file"),
+        (
+            "digits.csv",
+            lambda p: p.write_text("score,member\n" + f"1{'0' * 400},1\n0,0\n" * 4),
+            "column 'score' holds a number beyond the float range",
+        ),
     ],
 )
 def test_unreadable_scores_are_one_line_naming_the_file(tmp_path, capsys, name, write, needle):
