@@ -96,6 +96,13 @@ CASES = [
     ("audit chunk_size", _gaussian_audit(chunk_size=0), "chunk_size must be an integer in [1,"),
     ("audit bins", _gaussian_audit(bins=1), "bins must be an integer in [2, 1048576], got 1"),
     ("audit store", _gaussian_audit(store=3), "store must be None or a directory path, got 3"),
+    # a FileNotFoundError traceback before
+    ("audit store /proc", _gaussian_audit(store="/proc/x"), "store /proc/x: cannot create"),
+    (
+        "accountant audit of a string",
+        lambda: dpaudit.audit_accountant("gaussian", gdp(1.0), trials=100),
+        "mechanism must offer sample(dataset, size, rng) and log_density, got str",
+    ),
     ("audit attack", _gaussian_audit(attack=3), "attack must be a dpaudit Attack, got int"),
     (
         "audit mechanism",

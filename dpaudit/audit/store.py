@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from dpaudit._core.jsonvalues import to_json_value
+from dpaudit._core.validation import check_writable_directory
 
 __all__ = ["ChunkStore", "STORE_FORMAT", "fingerprint_digest"]
 
@@ -132,8 +133,7 @@ class ChunkStore:
         self.directory = Path(directory)
         self.fingerprint = to_json_value(dict(fingerprint), unknown="str")
         self.digest = fingerprint_digest(self.fingerprint)
-        if self.directory.exists() and not self.directory.is_dir():
-            raise ValueError(f"store {self.directory} exists and is not a directory")
+        check_writable_directory("store", self.directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         manifest = self.directory / _MANIFEST
         if manifest.exists():

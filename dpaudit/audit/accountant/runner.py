@@ -221,6 +221,11 @@ def audit_accountant(
     seed = check_integer("seed", seed, minimum=0)
     confidence = check_probability("confidence", confidence, low_open=True, high_open=True)
     _check_run_options(n_jobs, importance, progress)
+    if not callable(getattr(mechanism, "sample", None)):
+        raise ValueError(
+            "mechanism must offer sample(dataset, size, rng) and log_density, got "
+            f"{type(mechanism).__name__}"
+        )
     pair = mechanism.worst_case_pair() if pair is None else pair
     if not isinstance(pair, NeighbouringPair):
         raise ValueError(f"pair must be a NeighbouringPair, got {type(pair).__name__}")
