@@ -147,8 +147,13 @@ class OptimalComposition(_RepeatedMechanism):
 
     _theorem = "KOV optimal composition"
 
+    #: Most runs ``k``: the sums hold ``k + 1`` terms in a few arrays (about 0.5 GB at this
+    #: bound); ``k = 10^9`` would ask for tens of GB and minutes before failing.
+    max_k = 10**7
+
     def __init__(self, eps: float, delta: float, k: int) -> None:
         super().__init__(eps, delta, k)
+        check_integer("k", k, minimum=1, maximum=self.max_k)
         kk = self.k
         e = self.eps_step
         l_idx = np.arange(kk + 1, dtype=float)

@@ -143,6 +143,12 @@ def test_kov_k_one_is_the_guarantee_itself():
     assert kov.delta(1.0) == pytest.approx(1e-4, rel=1e-12)
 
 
+def test_kov_refuses_more_runs_than_its_sums_can_hold():
+    # k = 10^9 used to allocate arrays of 10^9 terms for minutes (dpaudit bounds composed ...)
+    with pytest.raises(ValueError, match=r"k must be an integer in \[1, 10000000\]"):
+        optimal_composition(1.0, 0.0, OptimalComposition.max_k + 1)
+
+
 def test_kov_profile_properties():
     kov = optimal_composition(0.1, 1e-7, 200)
     eps = np.linspace(0, 25, 501)
