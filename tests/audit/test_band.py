@@ -41,6 +41,31 @@ def test_band_upper_rounds_up_to_the_next_index_at_gamma_over_k():
     np.testing.assert_allclose(band_upper(k, n, gamma), expected, rtol=1e-12)
 
 
+def test_bounds_at_every_threshold_of_a_large_sample_are_computed_once_per_value(monkeypatch):
+    # A scores file of 10^5 scores per side has a threshold at every score; computing a
+    # Clopper-Pearson inverse at each of them, again for every delta of a report, took minutes.
+    import dpaudit.audit.strategies as strategies
+
+    evaluated: list[int] = []
+
+    def counting(k, n, gamma):
+        evaluated.append(np.size(k))
+        return clopper_pearson_upper(k, n, gamma)
+
+    monkeypatch.setattr(strategies, "clopper_pearson_upper", counting)
+    n, c = 50_000, band_counts(50_000)
+    k = np.arange(n + 1)
+    band = band_upper(k, n, 0.01)
+    assert max(evaluated) <= c.size
+    expected = clopper_pearson_upper(c[np.searchsorted(c, k)], n, 0.01 / c.size)
+    np.testing.assert_array_equal(band, expected)
+    evaluated.clear()
+    for _ in range(3):  # as for three deltas of one result
+        strategies.predicted_upper(k, n, 2 * n, 0.01, 0.5)
+    # two inverses per exact point, at most PREDICTION_POINTS of them per call
+    assert sum(evaluated) <= 3 * 2 * strategies.PREDICTION_POINTS
+
+
 def _uniform_tails(rng: np.random.Generator, reps: int, n: int) -> tuple[np.ndarray, np.ndarray]:
     """For ``reps`` samples of ``n`` uniforms, at every threshold just below each sample point
     and at -inf: the count of points at or above it and the true rate ``P(U >= t)``."""
