@@ -97,6 +97,7 @@ __all__ = [
     "VERDICTS",
     "MAX_NAME_LENGTH",
     "MAX_DEPTH",
+    "MAX_DELTAS",
     "register_mechanism",
     "register_attack",
     "register_claim",
@@ -120,6 +121,10 @@ MAX_NAME_LENGTH = 200
 
 #: Deepest nesting of tables and arrays in a spec (a composed, subsampled mechanism needs a few).
 MAX_DEPTH = 64
+
+#: Most ``deltas`` of an audit: each is an eps bound to select and test, and a report row (3,000
+#: of them took four minutes).
+MAX_DELTAS = 64
 
 
 class SpecError(ValueError):
@@ -936,7 +941,12 @@ AUDIT_KEYS: dict[str, Param] = {
     "threshold": Param("number or array of numbers", False, None, "thresholds of strategy 'fixed'"),
     "selection_trials": Param("integer", False, None, "trials per dataset to select on"),
     "claim": Param("table", False, None, "{ kind = ... }; default: the mechanism's accountant"),
-    "deltas": Param("non-empty array of numbers", False, (1e-5,), "delta values to report"),
+    "deltas": Param(
+        "non-empty array of numbers",
+        False,
+        (1e-5,),
+        f"delta values to report (at most {MAX_DELTAS})",
+    ),
     "n_jobs": Param("integer", False, None, "parallel workers (-1: all cores; default: automatic)"),
     "device": Param("string", False, None, "where trials run: numpy (default), cpu, cuda, cuda:N"),
     "expect": Param("string", False, "consistent", "the verdict the audit is meant to reach"),
@@ -1117,6 +1127,12 @@ def _check_settings(values: Mapping[str, Any], ctx: _Context) -> dict[str, Any]:
         _check_key(values, ctx, "selection_trials", check_trials)
     if values["device"] is not None:
         settings["device"] = _check_key(values, ctx, "device", check_device)
+    if len(values["deltas"]) > MAX_DELTAS:
+        raise ctx.error(
+            "deltas",
+            f"has {len(values['deltas']):,} values; at most {MAX_DELTAS} are allowed (each is "
+            "a bound computed and a row of the report)",
+        )
     for i, delta in enumerate(values["deltas"]):
         _call(ctx, f"deltas[{i}]", check_probability, "delta", delta, high_open=True)
     return settings

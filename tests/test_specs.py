@@ -258,6 +258,10 @@ def test_several_audits_keep_their_order() -> None:
         (minimal("deltas = [1e-5, 1.0]"), ["deltas[1]", "[0, 1)"]),
         (minimal("deltas = []"), ["deltas", "non-empty array"]),
         (minimal("deltas = 1e-5"), ["deltas", "non-empty array"]),
+        (
+            minimal("deltas = [" + ", ".join(["1e-5"] * 3000) + "]"),
+            ["deltas", "has 3,000 values; at most 64"],
+        ),
         (minimal("n_jobs = 0"), ["n_jobs", "-1"]),
         (minimal("n_jobs = 9223372036854775807"), ["n_jobs", "at most", "worker processes"]),
         (minimal("selection_trials = 0"), ["selection_trials", "[1, inf)"]),
