@@ -3,8 +3,8 @@
 Printed, each measured in fresh interpreters ``--repeat`` times (best and median):
 
 - the wall-clock and CPU seconds of ``import dpaudit.cli``, and which of the dependencies that
-  only some commands need it loads (:data:`LAZY`; none is expected: each is imported where it
-  is used);
+  only some commands need it loads (``dpaudit.cli.LAZY_IMPORTS``; none is expected: each is
+  imported where it is used);
 - the wall-clock seconds from starting the README's main job, ``python -m dpaudit.cli suite -o
   DIR``, with stderr redirected to a file, until its first progress line is in that file. The
   job is then stopped with ``SIGTERM``.
@@ -23,33 +23,20 @@ import tempfile
 import time
 from pathlib import Path
 
-#: Dependencies that ``import dpaudit.cli`` leaves to the commands that use them.
-LAZY = (
-    "matplotlib",
-    "pandas",
-    "scipy.stats",
-    "scipy.optimize",
-    "scipy.integrate",
-    "joblib",
-    "tqdm",
-    "dask",
-    "torch",
-    "sklearn",
-    "jinja2",
-)
+from dpaudit.cli import LAZY_IMPORTS
 
 _IMPORT = f"""
 import sys, time
 wall, cpu = time.perf_counter(), time.process_time()
 import dpaudit.cli
 wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-print(wall, cpu, ",".join(m for m in {LAZY!r} if m in sys.modules))
+print(wall, cpu, ",".join(m for m in {LAZY_IMPORTS!r} if m in sys.modules))
 """
 
 
 def import_seconds() -> tuple[float, float, str]:
     """Wall-clock and CPU seconds of ``import dpaudit.cli`` in a fresh interpreter, and the
-    modules of :data:`LAZY` it loaded."""
+    modules of :data:`dpaudit.cli.LAZY_IMPORTS` it loaded."""
     out = subprocess.run(
         [sys.executable, "-c", _IMPORT],
         capture_output=True,
@@ -94,7 +81,7 @@ def main() -> None:
         f"import dpaudit.cli: wall best {min(walls):.2f} s, median {wall:.2f} s; "
         f"CPU best {min(cpus):.2f} s, median {cpu:.2f} s ({args.repeat} runs)"
     )
-    print(f"  of {', '.join(LAZY)} it loads: {', '.join(loaded) or 'none'}")
+    print(f"  of {', '.join(LAZY_IMPORTS)} it loads: {', '.join(loaded) or 'none'}")
     firsts = []
     for _ in range(args.repeat):
         with tempfile.TemporaryDirectory() as directory:

@@ -68,7 +68,23 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
-__all__ = ["main", "build_parser", "EXIT_OK", "EXIT_USER_ERROR", "EXIT_VIOLATION"]
+__all__ = ["main", "build_parser", "EXIT_OK", "EXIT_USER_ERROR", "EXIT_VIOLATION", "LAZY_IMPORTS"]
+
+#: Slow imports that ``import dpaudit.cli`` (and ``import dpaudit``) leave to the commands and
+#: functions that use them: each is imported where it is used, so that commands start quickly.
+LAZY_IMPORTS = (
+    "matplotlib",
+    "pandas",
+    "scipy.stats",
+    "scipy.optimize",
+    "scipy.integrate",
+    "joblib",
+    "tqdm",
+    "dask",
+    "torch",
+    "sklearn",
+    "jinja2",
+)
 
 EXIT_OK = 0
 EXIT_USER_ERROR = 1

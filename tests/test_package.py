@@ -7,6 +7,7 @@ import sys
 import pytest
 
 import dpaudit as dpa
+from dpaudit.cli import LAZY_IMPORTS
 
 
 def test_contract_names_resolve():
@@ -16,27 +17,11 @@ def test_contract_names_resolve():
     assert dpa.AuditResult is importlib.import_module("dpaudit.audit.result").AuditResult
 
 
-#: Slow imports that only some commands and functions need: each is imported where it is used.
-LAZY = (
-    "matplotlib",
-    "pandas",
-    "scipy.stats",
-    "scipy.optimize",
-    "scipy.integrate",
-    "joblib",
-    "tqdm",
-    "dask",
-    "torch",
-    "sklearn",
-    "jinja2",
-)
-
-
 @pytest.mark.parametrize("module", ["dpaudit", "dpaudit.cli"])
 def test_import_loads_no_slow_dependency(module):
     """``import dpaudit`` and the command's ``import dpaudit.cli`` (all of the start-up before
-    the first progress line) load none of :data:`LAZY`."""
-    code = f"import sys, {module}; print(sorted(m for m in {LAZY!r} if m in sys.modules))"
+    the first progress line) load none of :data:`dpaudit.cli.LAZY_IMPORTS`."""
+    code = f"import sys, {module}; print(sorted(m for m in {LAZY_IMPORTS!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
