@@ -422,6 +422,9 @@ def test_a_signal_during_the_pilot_of_a_stored_run_keeps_the_pilot(
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        # As from a terminal: a process started with SIGINT ignored (as the workers of a parallel
+        # test run, or a background job of a script, are) keeps ignoring Ctrl-C.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 120
     while not list(store.glob("*/pilot-000000000000.npz")) and time.monotonic() < deadline:
