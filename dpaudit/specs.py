@@ -98,6 +98,7 @@ __all__ = [
     "MAX_NAME_LENGTH",
     "MAX_DEPTH",
     "MAX_DELTAS",
+    "MAX_RDP_ORDERS",
     "register_mechanism",
     "register_attack",
     "register_claim",
@@ -121,6 +122,10 @@ MAX_NAME_LENGTH = 200
 
 #: Deepest nesting of tables and arrays in a spec (a composed, subsampled mechanism needs a few).
 MAX_DEPTH = 64
+
+#: Most orders of an ``rdp`` claim: the time to draw its curve grows with them (3,000 kept a run
+#: busy for minutes); Opacus' default has 151 orders and dp_accounting's 156.
+MAX_RDP_ORDERS = 256
 
 #: Most ``deltas`` of an audit: each is an eps bound to select and test, and a report row (3,000
 #: of them took four minutes).
@@ -898,9 +903,23 @@ register_claim(
     },
     "rho-zCDP, or delta-approximate (xi, rho)-zCDP (Bun & Steinke 2016)",
 )
+
+
+def _rdp_claim(
+    mechanism: Mechanism, orders: tuple[float, ...], eps: tuple[float, ...]
+) -> TradeoffCurve:
+    """The claimed RDP curve; more than :data:`MAX_RDP_ORDERS` orders are refused."""
+    if len(orders) > MAX_RDP_ORDERS:
+        raise ValueError(
+            f"orders has {len(orders):,} values; at most {MAX_RDP_ORDERS} are allowed (every "
+            "point of the claim's trade-off curve is a bisection against each order)"
+        )
+    return RDPCurve(orders, eps, name="claimed RDP").tradeoff()
+
+
 register_claim(
     "rdp",
-    lambda mechanism, orders, eps: RDPCurve(orders, eps, name="claimed RDP").tradeoff(),
+    _rdp_claim,
     {
         "orders": Param("non-empty array of numbers", help="the orders lambda > 1"),
         "eps": Param("non-empty array of numbers", help="eps(lambda) at each order"),

@@ -279,6 +279,16 @@ def test_several_audits_keep_their_order() -> None:
             ["claim (rdp)", "one value per order"],
         ),
         (minimal('claim = { kind = "rdp", orders = [1], eps = [1] }'), ["claim (rdp)", "orders"]),
+        (
+            minimal(
+                'claim = { kind = "rdp", orders = ['
+                + ", ".join(str(2 + i) for i in range(3000))
+                + "], eps = ["
+                + ", ".join(["1.0"] * 3000)
+                + "] }"
+            ),
+            ["claim (rdp)", "orders has 3,000 values; at most 256"],
+        ),
         (minimal('claim = { kind = "pure_dp", eps = -1 }'), ["claim (pure_dp)", "eps"]),
         (
             minimal('claim = { kind = "accountant", method = "moments" }'),
