@@ -30,8 +30,9 @@ suite's deliberately over-claimed mechanism does; ``expect."NAME"`` with its rea
 verdict is named on a ``REFUTED:`` line of stdout; when every verdict was the expected one, the
 last line says ``all verdicts as expected``.
 ``--no-fail-on-violation`` makes a refutation exit 0 (the report still shows it).
-``library`` exits 3 when some function's claim was refuted (each named on a ``REFUTED:``
-line).
+``library`` exits 3 when some claim of the library was refuted (each named on a ``REFUTED:``
+line): a function's under its stated relation, or under every relation it could mean when the
+library is silent, or the claims of its silent functions under any one common relation.
 
 Output directories are written atomically: a failed run leaves nothing behind.
 """
@@ -231,6 +232,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="audit only this function (repeatable; names as in the table)",
     )
     library.add_argument("--seed", type=int, default=0, help="root seed")
+    library.add_argument(
+        "--n-jobs",
+        type=int,
+        dest="n_jobs",
+        default=-1,
+        help="audits run at once, -1 = all cores (default; results are the same)",
+    )
     library.add_argument(
         "--confidence", type=float, default=0.95, help="family-wise confidence (default 0.95)"
     )
@@ -498,20 +506,12 @@ def _cmd_library(args: argparse.Namespace) -> Verdicts:
         file=sys.stderr,
     )
     progress = None if args.quiet else (lambda line: print(line, file=sys.stderr))
-    battery = libraries.run_battery(plan, progress=progress)
+    battery = libraries.run_battery(plan, progress=progress, n_jobs=args.n_jobs)
     battery.write(args.output)
     if not args.quiet:
         print(battery.markdown())
         print(f"report: {args.output / 'index.html'}")
-    return [
-        (
-            f"{args.name}: {r['function']} ({r['relation']}, {r['generator']} pairs)",
-            r["verdict"],
-            "consistent",
-        )
-        for r in battery.table
-        if r["verdict"] in ("violated", "consistent")
-    ]
+    return [(claim, verdict, "consistent") for claim, verdict in battery.findings()]
 
 
 def _cmd_report(args: argparse.Namespace) -> Verdicts:

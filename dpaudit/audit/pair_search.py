@@ -148,6 +148,7 @@ def search_pairs(
     trials: int,
     pilot_trials: int = 20_000,
     pilot_confidence: float = 0.5,
+    pilot_selection_trials: int | None = None,
     finalists: int = 1,
     delta: float = 0.0,
     seed: int = 0,
@@ -177,6 +178,9 @@ def search_pairs(
         Evaluation trials per dataset of each final audit and of each pilot.
     pilot_confidence:
         Confidence of the pilots' bounds (a ranking statistic only).
+    pilot_selection_trials:
+        Selection trials per dataset of each pilot (default: those of the final audits, from
+        ``audit_options`` or the engine's default); fewer make the pilots cheaper.
     finalists:
         How many of the best candidates get a final audit (each at confidence
         ``1 - (1 - confidence)/finalists``).
@@ -198,15 +202,24 @@ def search_pairs(
     pilot_confidence = check_probability(
         "pilot_confidence", pilot_confidence, low_open=True, high_open=True
     )
+    pilot_options: dict[str, Any] = {}
+    if pilot_selection_trials is not None:
+        pilot_options["selection_trials"] = check_integer(
+            "pilot_selection_trials", pilot_selection_trials, minimum=2
+        )
 
     def run(pair: NeighbouringPair, **options: Any) -> AuditResult:
         fresh = None if attack is None else attack(pair)
-        return audit_mechanism(mechanism, pair, fresh, n_jobs=n_jobs, **options, **audit_options)
+        return audit_mechanism(
+            mechanism, pair, fresh, n_jobs=n_jobs, **{**audit_options, **options}
+        )
 
     seeds = _pilot_seeds(seed, len(pairs), finalists)
     pilot = np.empty(len(pairs))
     for i, (pair, s) in enumerate(zip(pairs, seeds, strict=True)):
-        result = run(pair, trials=pilot_trials, seed=s, confidence=pilot_confidence)
+        result = run(
+            pair, trials=pilot_trials, seed=s, confidence=pilot_confidence, **pilot_options
+        )
         pilot[i] = result.epsilon_lower_bound(delta)
     chosen = [int(i) for i in np.argsort(-pilot, kind="stable")[:finalists]]
     level = 1.0 - (1.0 - confidence) / finalists
@@ -226,5 +239,6 @@ def search_pairs(
             "finalists": finalists,
             "seed": seed,
             "pilot_confidence": pilot_confidence,
+            **{f"pilot_{k}": v for k, v in pilot_options.items()},
         },
     )

@@ -75,10 +75,12 @@ def run_battery(
     confidence: float = 0.95,
     seed: int = 0,
     progress: Callable[[str], None] | None = None,
+    n_jobs: int = 1,
 ) -> Battery:
     """Audit every covered function of library ``name``; the arguments are those of
-    :func:`plan_battery`, and ``progress(line)`` hears of each finished row. ``name`` may also be
-    a :class:`Plan` from :func:`plan_battery` (the other arguments are then not used).
+    :func:`plan_battery`, ``progress(line)`` hears of each finished row, and ``n_jobs`` audits
+    run at once (``-1``: all cores; the results are the same). ``name`` may also be a
+    :class:`Plan` from :func:`plan_battery` (the planning arguments are then not used).
 
     Returns
     -------
@@ -88,7 +90,7 @@ def run_battery(
         ``battery.write(path)`` (``results.json`` and the report).
     """
     if isinstance(name, Plan):
-        return run(name, progress=progress)
+        return run(name, progress=progress, n_jobs=n_jobs)
     laid_out = plan_battery(
         name,
         trials=trials,
@@ -98,4 +100,4 @@ def run_battery(
         confidence=confidence,
         seed=seed,
     )
-    return run(laid_out, progress=progress)
+    return run(laid_out, progress=progress, n_jobs=n_jobs)

@@ -15,11 +15,22 @@ probability that *some* row of a battery of correct functions is called "violate
 its tests. A row with several candidate pairs chooses one by pilot audits on independent streams
 (:func:`dpaudit.audit.pair_search.search_pairs`), which keeps the final bound valid.
 
+Which claims are refuted. A function that states its relation (or states a claim for each
+relation, as OpenDP's input metrics do) is refuted when one of its rows is. A library that is
+silent about its relation may mean any of those tried: its function is refuted when it is
+refuted under every relation it could mean, and the library's silent functions together are
+refuted when no one relation makes all their claims hold (under each relation, some other
+function is refuted). Each of these conclusions needs a row refuted under a relation the claim
+could mean, so the battery's family-wise level covers them all (:meth:`Battery.findings`). A row
+refuted only under an assumed relation is shown, and not counted as a refutation on its own.
+
 Cost. An audit with ``T`` trials and ``S = T // 2`` selection trials draws at most
 ``2 * (T + S + max(4, floor((T + S) / 2))) + 2`` outputs
 (:func:`dpaudit.audit.engine.most_outputs`: :data:`dpaudit.audit.engine.OVERHEAD` and the shape
-probe); pilots likewise with their own trials and the same ``S``. :attr:`Plan.draws` adds
-these up before anything runs.
+probe); a pilot of ``P`` trials likewise with ``P // 2`` selection trials (a pilot only ranks
+the candidates). :attr:`Plan.draws` adds these up before anything runs. Rows are independent
+audits with their own seeds, so :func:`run` may audit several at once (``n_jobs``) with
+results identical to one at a time (for a seeded library).
 """
 
 from __future__ import annotations
@@ -28,17 +39,18 @@ import importlib
 import re
 import time
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from joblib import Parallel, delayed
 
 from dpaudit._core.numbers import format_number
 from dpaudit._core.provenance import versions
-from dpaudit._core.validation import check_integer, check_probability
+from dpaudit._core.validation import check_integer, check_n_jobs, check_probability
 from dpaudit.audit.engine import audit_mechanism, most_outputs
 from dpaudit.audit.limits import check_trials
 from dpaudit.audit.pair_search import search_pairs
@@ -197,7 +209,7 @@ class Plan:
 
     def row_draws(self, row: Row) -> int:
         """The most outputs ``row`` draws from the library (pilots included)."""
-        pilots = len(row.candidates) * audit_draws(self.pilot_trials, _selection(self.trials))
+        pilots = len(row.candidates) * audit_draws(self.pilot_trials)
         return audit_draws(self.trials) + (pilots if len(row.candidates) > 1 else 0)
 
     @property
@@ -280,8 +292,60 @@ class Battery:
 
     @property
     def refuted(self) -> bool:
-        """Whether some row's claim was refuted (family-wise at the plan's confidence)."""
-        return any(r["verdict"] == "violated" for r in self.table)
+        """Whether some claim of :meth:`findings` was refuted (family-wise at the plan's
+        confidence)."""
+        return any(verdict == "violated" for _, verdict in self.findings())
+
+    def findings(self) -> list[tuple[str, str]]:
+        """The library's claims and their verdicts, ``(claim, "violated" | "consistent")``.
+
+        One per function that ran: a function that states its relation is refuted when one of
+        its rows is; one whose library is silent, when it is refuted under every relation tried.
+        Then, when two or more silent functions were tried under two or more relations, one
+        for them together: that some one relation makes all their claims hold, refuted when
+        under each relation some silent function not refuted on its own is. Every conclusion
+        rests on a row refuted under a relation the claim may mean, so all of them together
+        hold at the battery's family-wise confidence.
+        """
+        library = self.plan.library.name
+        violated = {
+            (r["function"], r["relation"]) for r in self.table if r["verdict"] == "violated"
+        }
+        ran: dict[str, tuple[Function, list[str]]] = {}
+        for row, r in zip(self.plan.rows, self.table, strict=True):
+            if r["verdict"] in ("violated", "consistent"):
+                entry = ran.setdefault(row.function.name, (row.function, []))
+                if row.relation not in entry[1]:
+                    entry[1].append(row.relation)
+        out: list[tuple[str, str]] = []
+        silent: dict[str, list[str]] = {}
+        for name, (function, relations) in ran.items():
+            hit = [rel for rel in relations if (name, rel) in violated]
+            refuted = bool(hit) and (function.stated or len(hit) == len(relations))
+            claim = f"{library}: {name}"
+            if not function.stated:
+                claim += f" under one of {', '.join(relations)}"
+            out.append((claim, "violated" if refuted else "consistent"))
+            if not function.stated and not refuted:
+                silent[name] = relations
+        relations = sorted({rel for rels in silent.values() for rel in rels})
+        if len(silent) > 1 and len(relations) > 1:
+            culprits = {
+                rel: [name for name in silent if (name, rel) in violated] for rel in relations
+            }
+            refuted = all(culprits.values())
+            claim = f"{library}: {', '.join(silent)} under one common relation"
+            if refuted:
+                claim += (
+                    " ("
+                    + "; ".join(
+                        f"under {rel}: {', '.join(names)} refuted"
+                        for rel, names in culprits.items()
+                    )
+                    + ")"
+                )
+            out.append((claim, "violated" if refuted else "consistent"))
+        return out
 
     def to_frame(self) -> Any:
         """The summary table as a ``pandas.DataFrame``."""
@@ -310,7 +374,9 @@ class Battery:
     def document(self) -> dict[str, Any]:
         """The content of ``results.json``: the audit records and a ``battery`` section."""
         done = [r for r in self.records if r.get("verdict") != "error"]
-        return {**results_document(done), "battery": {**self.provenance, "rows": self.table}}
+        findings = [{"claim": c, "verdict": v} for c, v in self.findings()]
+        battery = {**self.provenance, "rows": self.table, "findings": findings}
+        return {**results_document(done), "battery": battery}
 
     def write(self, path: str | Path) -> Path:
         """Write ``results.json`` and the report to the directory ``path`` (atomically). A
@@ -340,9 +406,46 @@ def _audit_row(plan: Plan, row: Row, index: int, mechanism: BlackBox) -> Any:
         mechanism,
         row.candidates,
         pilot_trials=plan.pilot_trials,
+        pilot_selection_trials=_selection(plan.pilot_trials),
         delta=row.claim.deltas[0],
         **options,
     ).best
+
+
+def _run_row(plan: Plan, index: int, library_version: str) -> tuple[dict[str, Any], float]:
+    """Audit row ``index`` of ``plan``: its report record (an ``"error"`` one when the library's
+    own code raised) and the seconds it took."""
+    library = plan.library
+    row = plan.rows[index]
+    start = time.perf_counter()
+    mechanism = BlackBox(
+        row.function.release(),
+        row.claim.curve,
+        vectorised=True,
+        name=row.function.name,
+        calls_per_output=bool(library.one_call_per_output),
+    )
+    try:
+        with warnings.catch_warnings():  # the library's own notices, once per call
+            warnings.filterwarnings("ignore", module=re.escape(library.module))
+            result = _audit_row(plan, row, index, mechanism)
+    except Exception as exc:  # the library's own code failed: a row, not a crash
+        message = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+        record: dict[str, Any] = {"name": row.name, "verdict": "error", "error": message}
+    else:
+        record = build_record(
+            result,
+            name=row.name,
+            mechanism=mechanism,
+            claim=row.claim.curve,
+            claim_table=dict(row.claim.table),
+            deltas=row.claim.deltas,
+            description=f"{library.name} {library_version}: {row.function.name}, "
+            f"{row.relation} neighbours, pair from the {row.generator} generator; "
+            f"claim: {row.claim.text}",
+        )
+        record["versions"] = {**record.get("versions", {}), library.package: library_version}
+    return record, time.perf_counter() - start
 
 
 def _table_row(row: Row, record: Mapping[str, Any], seconds: float) -> dict[str, Any]:
@@ -365,42 +468,24 @@ def _table_row(row: Row, record: Mapping[str, Any], seconds: float) -> dict[str,
     }
 
 
-def run(plan: Plan, *, progress: Callable[[str], None] | None = None) -> Battery:
-    """Audit every row of ``plan``; ``progress(line)`` hears of each finished row."""
+def run(plan: Plan, *, progress: Callable[[str], None] | None = None, n_jobs: int = 1) -> Battery:
+    """Audit every row of ``plan``; ``progress(line)`` hears of each finished row, in the
+    plan's order. ``n_jobs`` rows are audited at once (joblib's convention: ``-1`` all cores),
+    each in its own process, with the same results as one at a time."""
+    n_jobs = check_n_jobs("n_jobs", n_jobs)
     library = plan.library
     library_version = library.version()
+    indices = range(len(plan.rows))
+    if n_jobs == 1 or len(plan.rows) < 2:
+        results: Iterable[tuple[dict[str, Any], float]] = (
+            _run_row(plan, i, library_version) for i in indices
+        )
+    else:
+        parallel = Parallel(n_jobs=n_jobs, return_as="generator")
+        results = parallel(delayed(_run_row)(plan, i, library_version) for i in indices)
     records: list[dict[str, Any]] = []
     table: list[dict[str, Any]] = []
-    for index, row in enumerate(plan.rows):
-        start = time.perf_counter()
-        mechanism = BlackBox(
-            row.function.release(),
-            row.claim.curve,
-            vectorised=True,
-            name=row.function.name,
-            calls_per_output=bool(library.one_call_per_output),
-        )
-        try:
-            with warnings.catch_warnings():  # the library's own notices, once per call
-                warnings.filterwarnings("ignore", module=re.escape(library.module))
-                result = _audit_row(plan, row, index, mechanism)
-        except Exception as exc:  # the library's own code failed: a row, not a crash
-            message = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
-            record: dict[str, Any] = {"name": row.name, "verdict": "error", "error": message}
-        else:
-            record = build_record(
-                result,
-                name=row.name,
-                mechanism=mechanism,
-                claim=row.claim.curve,
-                claim_table=dict(row.claim.table),
-                deltas=row.claim.deltas,
-                description=f"{library.name} {library_version}: {row.function.name}, "
-                f"{row.relation} neighbours, pair from the {row.generator} generator; "
-                f"claim: {row.claim.text}",
-            )
-            record["versions"] = {**record.get("versions", {}), library.package: library_version}
-        seconds = time.perf_counter() - start
+    for row, (record, seconds) in zip(plan.rows, results, strict=True):
         records.append(record)
         table.append(_table_row(row, record, seconds))
         if "error" in record:

@@ -65,7 +65,7 @@ def test_the_plan_splits_the_confidence_over_its_rows_and_counts_its_draws():
     assert len(laid_out.rows) == 2 * 2 * 2
     assert laid_out.row_confidence == pytest.approx(1 - 0.1 / 8)
     assert all(len(r.candidates) == 2 for r in laid_out.rows)
-    pilots = 2 * audit_draws(laid_out.pilot_trials, 500)
+    pilots = 2 * audit_draws(laid_out.pilot_trials, laid_out.pilot_trials // 2)
     assert laid_out.draws == 8 * (audit_draws(1000) + pilots)
     assert plan(reference(), trials=1000, quick=True).draws == 8 * audit_draws(1000)
 
@@ -80,6 +80,50 @@ def test_a_correct_reference_battery_is_consistent_and_an_over_claim_is_refuted(
 
 
 @pytest.mark.slow
+def _silent_laplace(name, add_remove_eps, replace_one_eps):
+    """A Laplace sum (true eps 1 under add/remove, 2 under replace-one) claiming the given eps,
+    silent about its relation."""
+    claims = _claims(approx_dp(add_remove_eps, 0.0), approx_dp(replace_one_eps, 0.0), (0.0,))
+    return Function(name, _release(Laplace(scale=1.0)), claims, _pairs, stated=False)
+
+
+def test_a_silent_function_is_refuted_under_every_relation_or_with_the_others():
+    # "a" holds under add/remove only, "b" under replace-one only: neither is refuted on its
+    # own, but no one relation makes both hold. A stated function is refuted by one row.
+    a = _silent_laplace("a", 1.0, 0.5)
+    b = _silent_laplace("b", 0.25, 2.0)
+    settings = {"trials": 2000, "quick": True, "seed": 5}
+    alone = run(plan(Library("one", "numpy", "numpy", lambda: [a], True, False), **settings))
+    assert {(r["relation"], r["verdict"]) for r in alone.table} >= {
+        ("replace_one", "violated"),
+        ("add_remove", "consistent"),
+    }
+    assert alone.findings() == [("one: a under one of add_remove, replace_one", "consistent")]
+    assert not alone.refuted
+    both = run(plan(Library("two", "numpy", "numpy", lambda: [a, b], True, False), **settings))
+    claims = dict(both.findings())
+    assert claims["two: a under one of add_remove, replace_one"] == "consistent"
+    assert claims["two: b under one of add_remove, replace_one"] == "consistent"
+    joint = [c for c in claims if c.startswith("two: a, b under one common relation")]
+    assert claims[joint[0]] == "violated" and both.refuted
+    assert "under add_remove: b refuted; under replace_one: a refuted" in joint[0]
+    stated = Function("s", a.release, a.claims, _pairs, stated=True)
+    one_row = run(plan(Library("st", "numpy", "numpy", lambda: [stated], True, False), **settings))
+    assert one_row.findings() == [("st: s", "violated")]
+    assert one_row.document()["battery"]["findings"] == [{"claim": "st: s", "verdict": "violated"}]
+
+
+def test_rows_audited_at_once_give_the_rows_audited_one_at_a_time():
+    laid_out = plan(reference(), trials=500, budget=2, seed=7)
+    one, two = run(laid_out), run(laid_out, n_jobs=2)
+    assert [r["epsilon_lower_bound"] for r in one.table] == [
+        r["epsilon_lower_bound"] for r in two.table
+    ]
+    assert [r["pair"] for r in one.table] == [r["pair"] for r in two.table]
+    with pytest.raises(ValueError, match="n_jobs must be a non-zero integer"):
+        run(laid_out, n_jobs=0)
+
+
 def test_false_alarms_of_the_battery_stay_within_its_level_over_100_seeds():
     # 100 batteries of 8 rows each at family-wise confidence 0.95 on claims that are exact:
     # a battery is refuted with probability at most 0.05, so more than 12 refuted batteries
