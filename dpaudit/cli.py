@@ -446,12 +446,26 @@ def _size_text(spec: specs.AuditSpec) -> str:
     return text
 
 
+@contextlib.contextmanager
+def _named(origin: str) -> Iterator[None]:
+    """A ``ValueError`` raised while an audit runs names the audit, as one raised while its
+    spec is read does (``file.toml: audit 2 (name): ...``)."""
+    try:
+        yield
+    except specs.SpecError:
+        raise
+    except ValueError as exc:
+        if not origin or str(exc).startswith(origin):
+            raise
+        raise ValueError(f"{origin}: {exc}") from None
+
+
 def _audit_records(audits: Sequence[specs.AuditSpec], args: argparse.Namespace) -> list[dict]:
     records = []
     for index, spec in enumerate(audits, 1):
         if not args.quiet:
             _stage(index, len(audits), spec.name, _size_text(spec))
-        with _progress(args) as progress:
+        with _progress(args) as progress, _named(spec.origin):
             result = spec.run(progress=progress, store=_store_directory(args.store, spec.name))
         records.append(
             reports.build_record(
@@ -607,7 +621,7 @@ def _cmd_audit_accountant(args: argparse.Namespace) -> Verdicts:
         spec = dataclasses.replace(spec, **{k: v for k, v in overrides.items() if v is not None})
         if not args.quiet:
             _stage(index, len(audits), spec.name, f"{spec.trials:,} trials")
-        with _progress(args) as progress:
+        with _progress(args) as progress, _named(spec.origin):
             record = run_accountant_spec(spec, progress=progress)
         records.append(record)
         if not args.quiet:

@@ -1468,6 +1468,7 @@ def _parse_accountant_audit(
         expect=_read_expectations(values, listed, ctx),
         description=values["description"],
         table=to_json_value(table, unknown="str"),
+        origin=f"{source}: {ctx.audit}" if source else ctx.audit,
     )
 
 

@@ -555,3 +555,40 @@ def test_accountant_progress_into_a_log_file_is_whole_lines(tmp_path: Path) -> N
     lines = err.splitlines()
     assert lines[0] == "dpaudit: [1/1] g: 20,000 trials"
     assert "(privacy loss)" in lines[-1] and "100%" in lines[-1]
+
+
+_ACCOUNTANT = (
+    '[[accountant_audit]]\nname = "a"\nmechanism = {mechanism}\n'
+    'accountants = ["dpaudit:pld"]\ntrials = 500\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("mechanism", "needle"),
+    [
+        ('{ kind = "flawed", name = "svt" }', "cannot choose an eps grid"),
+        ('{ kind = "gaussian", sigma = 1e-300 }', "sensitivity/sigma must be at most"),
+    ],
+)
+def test_an_error_while_an_accountant_audit_runs_names_the_file_and_the_audit(
+    tmp_path: Path, mechanism: str, needle: str
+) -> None:
+    spec = tmp_path / "acc.toml"
+    spec.write_text(_ACCOUNTANT.format(mechanism=mechanism))
+    code, _, err = _cli("audit-accountant", spec, "-o", tmp_path / "out", "-q")
+    assert code == cli.EXIT_USER_ERROR and err.count("\n") == 1
+    assert err.startswith(f"dpaudit: error: {spec}: accountant_audit 1 (a): {needle}")
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_accountant_audit_at_eps_far_above_every_loss_is_bounded(tmp_path: Path) -> None:
+    # At eps = 150 the importance weights' ratio to the summand bound overflows where the hockey
+    # term is 0: the sum became NaN and the audit stopped with "variance must not be NaN".
+    spec = tmp_path / "acc.toml"
+    text = _ACCOUNTANT.format(mechanism='{ kind = "gaussian", sigma = 1.0 }')
+    spec.write_text(text + "epsilons = [0.5, 150.0]\n")
+    code, _, err = _cli("audit-accountant", spec, "-o", tmp_path / "out", "-q")
+    assert code == cli.EXIT_OK and err == ""
+    document = json.loads((tmp_path / "out" / "results.json").read_text())
+    delta = document["accountant_audits"][0]["delta"]
+    assert delta["upper"][1] is not None and 0.0 <= delta["lower"][1] <= delta["upper"][1]

@@ -76,7 +76,8 @@ def plot_accountant_audit(result: Any, ax: Axes | None = None, *, legend: bool =
     """``delta(eps)`` on a log scale: the simultaneous confidence band of the true ``delta`` from
     the sampled privacy loss, its estimate, every accountant's claim (dashed when the claimant
     calls it an approximation) and a cross where a claim is refuted. The axis starts a decade
-    below the smallest positive bound; smaller claims (and 0) are drawn on its bottom edge."""
+    below the smallest positive bound (not below 1e-300); smaller claims (and 0) are drawn on
+    its bottom edge."""
     record = accountant_record(result)
     if ax is None:
         fig = Figure(figsize=(6.4, 4.8), layout="constrained")
@@ -87,7 +88,8 @@ def plot_accountant_audit(result: Any, ax: Axes | None = None, *, legend: bool =
     upper = _array(record["delta"]["upper"])
     estimate = _array(record["delta"]["estimate"])
     positive = np.concatenate([lower[lower > 0], upper[upper > 0], estimate[estimate > 0]])
-    floor = float(np.min(positive)) / 10.0 if positive.size else 1e-12
+    # Not below 1e-300: a tenth of a subnormal bound rounds to 0, which a log axis refuses.
+    floor = max(float(np.min(positive)) / 10.0, 1e-300) if positive.size else 1e-12
     level = float(record.get("confidence", 0.95))
     ax.fill_between(
         eps,

@@ -229,11 +229,12 @@ def _run_task(job: _Job, order: int, first: int, n_chunks: int, total: int) -> d
             tally["weight_sum"] += scaled.sum()
             tally["weight_sum_sq"] += np.square(scaled).sum()
             keep = loss > eps_min
-            with np.errstate(over="ignore", under="ignore"):
-                s = _hockey(job.eps, loss[keep]) * np.exp(
-                    log_w[keep][None, :] - plan.log_bound[:, None]
-                )
-            s = np.minimum(s, 1.0)
+            # In logs: at an eps far above every loss the hockey term is 0 while the weight's
+            # ratio to the summand bound overflows, and 0 * inf would be NaN.
+            hockey = _hockey(job.eps, loss[keep])
+            with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
+                s = np.exp(np.log(hockey) + log_w[keep][None, :] - plan.log_bound[:, None])
+            s = np.where(hockey > 0.0, np.minimum(s, 1.0), 0.0)
             tally["is_sum"] += s.sum(axis=1)
             tally["is_sum_sq"] += np.square(s).sum(axis=1)
     above = np.empty(flat_thr.size, dtype=np.int64)

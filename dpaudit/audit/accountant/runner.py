@@ -94,7 +94,7 @@ def _default_epsilons(
         eps = eps[np.isfinite(eps)]
         if eps.size >= 2:
             return np.unique(np.round(eps, 4))
-    raise ValueError("cannot choose an eps grid for this mechanism and claim: pass epsilons=")
+    raise ValueError("cannot choose an eps grid for this mechanism and claim: give epsilons")
 
 
 # --------------------------------------------------------------------------------------- steps

@@ -22,7 +22,8 @@ class AccountantAuditSpec:
     ``accountants`` are names of :mod:`dpaudit.accountants` (``dpaudit.accountants.NAMES``).
     ``expect`` maps some of them to ``{"verdict": ..., "reason": ...}``: the verdict
     (``"consistent"`` or ``"violated"``) the accountant is meant to get, and why; every other
-    accountant is expected to be consistent.
+    accountant is expected to be consistent. ``origin`` says where it came from
+    (``file.toml: accountant_audit 2 (name)``).
     """
 
     name: str
@@ -38,6 +39,7 @@ class AccountantAuditSpec:
     expect: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     description: str = ""
     table: dict[str, Any] = field(default_factory=dict, compare=False)
+    origin: str = ""
 
     def run(self, *, progress: bool | None = None) -> AccountantAudit:
         """Run :func:`audit_accountant` with this spec's settings."""
