@@ -100,7 +100,12 @@ def _numeric(series: pd.Series, what: str) -> pd.Series:
 
 
 def _scores(series: pd.Series, name: str, path: Path) -> np.ndarray:
-    values = _numeric(series, f"{path}: column {name!r}").to_numpy(dtype=float)
+    numbers = _numeric(series, f"{path}: column {name!r}").to_numpy()
+    if np.iscomplexobj(numbers):
+        if np.any(numbers.imag != 0):
+            raise ValueError(f"{path}: column {name!r} holds complex numbers; scores are real")
+        numbers = numbers.real
+    values = numbers.astype(float)
     if np.isnan(values).any():
         raise ValueError(f"{path}: column {name!r} has missing or non-numeric scores")
     finite = values[np.isfinite(values)]

@@ -177,6 +177,11 @@ def _npy_of_impossible_shape(path):
         ("archive.npy", lambda p: _save(p, np.savez, score=np.ones(8)), "not an .npy array"),
         ("shape.npy", _npy_of_impossible_shape, "cannot be read as a .npy file"),
         (
+            "complex.npz",
+            lambda p: _save(p, np.savez, score=np.arange(8.0) + 1j, member=np.array([0, 1] * 4)),
+            "column 'score' holds complex numbers; scores are real",
+        ),
+        (
             "digits.csv",
             lambda p: p.write_text("score,member\n" + f"1{'0' * 400},1\n0,0\n" * 4),
             "column 'score' holds a number beyond the float range",

@@ -48,7 +48,15 @@ _STRATEGIES = ("auto", "bonferroni", "holdout", "holdout+band", "median")
 
 
 def _check_scores(name: str, scores: object) -> np.ndarray:
-    s = np.asarray(scores, dtype=float)
+    s = np.asarray(scores)
+    if np.iscomplexobj(s):
+        if np.any(s.imag != 0):
+            raise ValueError(f"{name} holds complex numbers; scores are real")
+        s = s.real
+    try:
+        s = s.astype(float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be an array of numbers, got {s.dtype} values") from None
     if s.ndim != 1 or s.size < 4:
         raise ValueError(f"{name} must be a 1-d array of at least 4 scores, got shape {s.shape}")
     if np.isnan(s).any():

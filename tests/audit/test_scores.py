@@ -85,12 +85,20 @@ def test_small_samples_do_not_collapse():
         ({"scores_d_prime": [1.0, 2.0]}, "scores_d_prime"),
         ({"strategy": "fixed"}, "strategy"),
         ({"confidence": 1.0}, "confidence"),
+        ({"scores_d": np.arange(10.0) + 1j}, "scores_d holds complex numbers"),
+        ({"scores_d_prime": ["a"] * 10}, "scores_d_prime must be an array of numbers"),
     ],
 )
 def test_bad_input(kwargs, word):
     args = {"scores_d": np.arange(10.0), "scores_d_prime": np.arange(10.0)} | kwargs
     with pytest.raises(ValueError, match=word):
         audit_scores(args.pop("scores_d"), args.pop("scores_d_prime"), **args)
+
+
+def test_complex_scores_with_no_imaginary_part_are_their_real_part():
+    real = np.arange(10.0)
+    expected = audit_scores(real, real + 3).epsilon_lower_bound(1e-5)
+    assert audit_scores(real + 0j, real + 3).epsilon_lower_bound(1e-5) == expected
 
 
 def test_median_threshold_is_chosen_on_the_selection_scores_only():
