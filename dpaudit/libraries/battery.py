@@ -334,7 +334,10 @@ class Battery:
                 rel: [name for name in silent if (name, rel) in violated] for rel in relations
             }
             refuted = all(culprits.values())
-            claim = f"{library}: {', '.join(silent)} under one common relation"
+            claim = (
+                f"{library}: its {len(silent)} functions silent about their relation, under one "
+                "common relation"
+            )
             if refuted:
                 claim += (
                     " ("
