@@ -63,8 +63,14 @@ def _convert(value: Any, unknown: str, nonfinite_str: bool) -> Any:
     if isinstance(value, Mapping):
         return {str(k): _convert(v, unknown, nonfinite_str) for k, v in value.items()}
     if isinstance(value, np.ndarray):
-        return [_convert(v, unknown, nonfinite_str) for v in value.tolist()]
+        value = value.tolist()
     if isinstance(value, list | tuple):
+        # Fast path for the long lists of a record (counts, curves): plain ints, or finite
+        # floats (x - x is 0 for those only), are JSON values already.
+        if all(type(v) is int for v in value) or all(
+            type(v) is float and v - v == 0.0 for v in value
+        ):
+            return list(value)
         return [_convert(v, unknown, nonfinite_str) for v in value]
     if isinstance(value, bool | np.bool_):
         return bool(value)

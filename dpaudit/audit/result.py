@@ -211,6 +211,11 @@ class AuditResult:
             return None
         return np.flatnonzero(self.selection_counts[:, 1:].sum(axis=0) > 0)
 
+    @cached_property
+    def _choice_memo(self) -> dict[Any, np.ndarray]:
+        """What the threshold choice computes once per audit, whatever its objective."""
+        return {}
+
     def _witness(self, objective: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Witness:
         """Choose a threshold by the strategy and read the evaluation counts there.
 
@@ -230,7 +235,13 @@ class AuditResult:
             sel = self.selection_tradeoff
             selection = (sel.fp, sel.fn, sel.n_d, sel.n_d_prime)
         choice = choose_threshold(
-            self.strategy, objective, selection, evaluation, self.gamma, self._named()
+            self.strategy,
+            objective,
+            selection,
+            evaluation,
+            self.gamma,
+            self._named(),
+            self._choice_memo,
         )
         j = choice["index"]
         return Witness(

@@ -237,8 +237,7 @@ def predicted_upper(
     count near ``n_selection`` is among them) and linear in between. The prediction only ranks
     thresholds, on selection counts; no bound is read from it.
     """
-    k = np.asarray(k_selection)
-    values, inverse = np.unique(k, return_inverse=True)
+    values, inverse = _distinct(np.asarray(k_selection))
     at = values
     if values.size > PREDICTION_POINTS:
         steps = np.geomspace(1, values.size, PREDICTION_POINTS // 2).astype(np.int64)
@@ -249,6 +248,21 @@ def predicted_upper(
     if at is not values:
         predicted = np.interp(values, at, predicted)
     return predicted[inverse]
+
+
+def _distinct(k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(k, return_inverse=True)``, without its sort when ``k`` is monotone, as the
+    counts of one error along the thresholds are."""
+    if k.ndim != 1 or k.size < 2:
+        return np.unique(k, return_inverse=True)
+    step = np.diff(k)
+    if (step >= 0).all():
+        first = np.concatenate([[True], step != 0])
+        return k[first], np.cumsum(first) - 1
+    if (step <= 0).all():
+        values, inverse = _distinct(k[::-1])
+        return values, inverse[::-1]
+    return np.unique(k, return_inverse=True)
 
 
 def bonferroni_candidates(
@@ -360,6 +374,7 @@ def choose_threshold(
     evaluation: tuple[np.ndarray, np.ndarray, int, int],
     gamma: float,
     named: np.ndarray | None = None,
+    memo: dict[Any, np.ndarray] | None = None,
 ) -> dict[str, Any]:
     """The threshold an audit reads its bound at, chosen by ``strategy``, and its bounds.
 
@@ -384,6 +399,10 @@ def choose_threshold(
         strategies that choose one threshold from counts choose among ``named`` only, so that
         their choice stays a function of the selection sample. The band of ``"holdout+band"``
         is simultaneous over all thresholds and reads every one.
+    memo:
+        A dictionary that keeps what does not depend on ``objective`` (the holdout's predicted
+        bounds, the band) between calls with the same ``strategy``, counts, ``gamma`` and
+        ``named``, e.g. the ``eps`` bounds of one audit at many ``delta``; empty at first.
 
     Returns
     -------
@@ -397,12 +416,12 @@ def choose_threshold(
     sizes, and the two upper bounds. Valid by the arguments of the module docstring.
     """
     if strategy == "holdout+band":
-        return _holdout_band_choice(objective, selection, evaluation, gamma, named)
+        return _holdout_band_choice(objective, selection, evaluation, gamma, named, memo)
     if named is not None and strategy != "fixed":
         evaluation = (evaluation[0][named], evaluation[1][named], *evaluation[2:])
         if selection is not None:
             selection = (selection[0][named], selection[1][named], *selection[2:])
-    choice = _single_choice(strategy, objective, selection, evaluation, gamma)
+    choice = _single_choice(strategy, objective, selection, evaluation, gamma, memo)
     j, g = choice["index"], choice["gamma_per_bound"]
     fp, fn, n0, n1 = evaluation
     if named is not None and strategy != "fixed":
@@ -424,6 +443,7 @@ def _single_choice(
     selection: tuple[np.ndarray, np.ndarray, int, int] | None,
     evaluation: tuple[np.ndarray, np.ndarray, int, int],
     gamma: float,
+    memo: dict[Any, np.ndarray] | None = None,
 ) -> dict[str, Any]:
     """The choice of the strategies that read one sample's counts at one error level."""
     if strategy == "fixed":
@@ -435,7 +455,7 @@ def _single_choice(
     if selection is None:
         raise ValueError(f"strategy {strategy!r} needs the selection counts")
     if strategy == "holdout":
-        choice = _holdout_choice(objective, selection, evaluation, gamma)
+        choice = _holdout_choice(objective, selection, evaluation, gamma, memo)
         if choice is not None:
             return choice
     elif strategy != "bonferroni":
@@ -449,6 +469,7 @@ def _holdout_band_choice(
     evaluation: tuple[np.ndarray, np.ndarray, int, int],
     gamma: float,
     named: np.ndarray | None,
+    memo: dict[Any, np.ndarray] | None = None,
 ) -> dict[str, Any]:
     """The better of the holdout at ``(1 - BAND_SHARE) gamma`` and the band of both samples
     pooled at ``BAND_SHARE gamma`` (``BAND_SHARE gamma / 2`` per error).
@@ -462,13 +483,14 @@ def _holdout_band_choice(
     if selection is None:
         raise ValueError("strategy 'holdout+band' needs the selection counts")
     holdout = choose_threshold(
-        "holdout", objective, selection, evaluation, (1 - BAND_SHARE) * gamma, named
+        "holdout", objective, selection, evaluation, (1 - BAND_SHARE) * gamma, named, memo
     )
     fp = np.asarray(selection[0]) + np.asarray(evaluation[0])
     fn = np.asarray(selection[1]) + np.asarray(evaluation[1])
     n0, n1 = selection[2] + evaluation[2], selection[3] + evaluation[3]
     half = BAND_SHARE * gamma / 2
-    a, b = band_upper(fp, n0, half), band_upper(fn, n1, half)
+    a = _remembered(memo, ("band", 0, half), lambda: band_upper(fp, n0, half))
+    b = _remembered(memo, ("band", 1, half), lambda: band_upper(fn, n1, half))
     values = objective(a, b)
     j = int(np.argmax(values))
     if (
@@ -489,6 +511,17 @@ def _holdout_band_choice(
         "alpha_upper": float(a[j]),
         "beta_upper": float(b[j]),
     }
+
+
+def _remembered(
+    memo: dict[Any, np.ndarray] | None, key: tuple[Any, ...], compute: Callable[[], np.ndarray]
+) -> np.ndarray:
+    """``compute()``, kept in ``memo`` under ``key`` (``memo=None``: computed every time)."""
+    if memo is None:
+        return compute()
+    if key not in memo:
+        memo[key] = compute()
+    return memo[key]
 
 
 def _bonferroni_choice(
@@ -514,6 +547,7 @@ def _holdout_candidates(
     selection: tuple[np.ndarray, np.ndarray, int, int],
     evaluation_sizes: tuple[int, int],
     share: float,
+    memo: dict[Any, np.ndarray] | None = None,
 ) -> tuple[list[int], bool]:
     """The thresholds the selection sample predicts best at each pessimism, and whether the
     median fallback chose them (no pessimism found any)."""
@@ -521,20 +555,28 @@ def _holdout_candidates(
     n0, n1 = evaluation_sizes
     g = share / len(HOLDOUT_PESSIMISM)
     chosen: list[int] = []
-    for p in HOLDOUT_PESSIMISM:
-        predicted = objective(
-            predicted_upper(sel_fp, s0, n0, g, p), predicted_upper(sel_fn, s1, n1, g, p)
+
+    def predicted(level: float, pessimism: float) -> tuple[np.ndarray, np.ndarray]:
+        return (
+            _remembered(
+                memo,
+                ("predicted", 0, level, pessimism),
+                lambda: predicted_upper(sel_fp, s0, n0, level, pessimism),
+            ),
+            _remembered(
+                memo,
+                ("predicted", 1, level, pessimism),
+                lambda: predicted_upper(sel_fn, s1, n1, level, pessimism),
+            ),
         )
-        j = holdout_choice(predicted)
+
+    for p in HOLDOUT_PESSIMISM:
+        j = holdout_choice(objective(*predicted(g, p)))
         if j is not None and j not in chosen:
             chosen.append(j)
     if chosen:
         return chosen, False
-    predicted = objective(
-        predicted_upper(sel_fp, s0, n0, share, FALLBACK_PESSIMISM),
-        predicted_upper(sel_fn, s1, n1, share, FALLBACK_PESSIMISM),
-    )
-    j = holdout_choice(predicted)
+    j = holdout_choice(objective(*predicted(share, FALLBACK_PESSIMISM)))
     return ([] if j is None else [j]), True
 
 
@@ -543,6 +585,7 @@ def _holdout_choice(
     selection: tuple[np.ndarray, np.ndarray, int, int],
     evaluation: tuple[np.ndarray, np.ndarray, int, int],
     gamma: float,
+    memo: dict[Any, np.ndarray] | None = None,
 ) -> dict[str, Any] | None:
     """The holdout's choice (with the small-sample reserve when it applies), or ``None`` when
     the selection sample predicts no usable threshold (the caller falls back to Bonferroni)."""
@@ -551,7 +594,7 @@ def _holdout_choice(
     low, high = RESERVE_SELECTION
     reserve = HOLDOUT_RESERVE if low <= min(s0, s1) < high else 0.0
     share = (1.0 - reserve) * gamma / 2
-    chosen, median = _holdout_candidates(objective, selection, (n0, n1), share)
+    chosen, median = _holdout_candidates(objective, selection, (n0, n1), share, memo)
     if not chosen:
         return None
     g = share / len(chosen)

@@ -17,6 +17,7 @@ from dpaudit.audit.strategies import (
     band_upper,
     bonferroni_candidates,
     choose_threshold,
+    predicted_upper,
 )
 
 
@@ -256,3 +257,16 @@ def test_band_ceiling_is_the_closed_form_at_the_bands_level():
     for bound, n in ((a, 300), (b, 7000)):
         level = BAND_SHARE * gamma / 2 / band_counts(n).size
         assert bound == pytest.approx(1 - level ** (1 / n), rel=1e-9)
+
+
+def test_the_prediction_of_monotone_counts_skips_the_sort_and_agrees_with_any_order():
+    # Counts along the thresholds are monotone, and their distinct values are then read without
+    # a sort; a shuffled copy takes numpy's unique. Both must predict the same at every index.
+    rng = np.random.default_rng(4)
+    counts = np.sort(rng.integers(0, 5000, 20_000))
+    order = rng.permutation(counts.size)
+    for k in (counts, counts[::-1]):
+        direct = predicted_upper(k, 5000, 8000, 1e-3)
+        shuffled = np.empty_like(direct)
+        shuffled[order] = predicted_upper(k[order], 5000, 8000, 1e-3)
+        assert np.array_equal(direct, shuffled)
