@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import sys
 import warnings
 import zipfile
 from pathlib import Path
@@ -40,6 +41,10 @@ MIN_CANARIES = 2
 #: Scores with at most this many distinct values (and no ``--threshold``) get a note that
 #: thresholds declared between known values would certify more.
 FEW_VALUES = 16
+
+#: From this many scores on, the command says on stderr what it is doing while it works (the
+#: audit and its report then take seconds to a minute), as the other commands' stage lines do.
+STAGED_SCORES = 100_000
 
 #: Widest range of finite scores: the score grid adds half the range on each side, and its
 #: width must stay a finite float.
@@ -236,6 +241,12 @@ def run(args: argparse.Namespace) -> list[tuple[str, str, str]]:
     if args.one_run and args.threshold:
         raise ValueError("--threshold applies to scores of many models, not to --one-run")
     scores, member = load_table(args)
+
+    def stage(what: str) -> None:
+        if not args.quiet and scores.size >= STAGED_SCORES:
+            print(f"dpaudit: {scores.size:,} scores: {what}", file=sys.stderr, flush=True)
+
+    stage("auditing")
     if args.one_run:
         if (args.sample_rate is None) != (args.steps is None):
             raise ValueError("--sample-rate and --steps go together")
@@ -256,6 +267,7 @@ def run(args: argparse.Namespace) -> list[tuple[str, str, str]]:
             seed=args.seed,
         )
         refuted = args.claim_mu is not None and result.mu_lower_bound() > args.claim_mu
+        stage("writing the report")
         write_one_run({f"one run: {args.file.name}": result}, args.output)
         if not args.quiet:
             mu = "" if result.mu is None else f", mu >= {format_number(result.mu, **down)}"
@@ -279,6 +291,7 @@ def run(args: argparse.Namespace) -> list[tuple[str, str, str]]:
         thresholds=args.threshold,
     )
     claim = None if args.claim_mu is None else gdp(args.claim_mu)
+    stage("writing the report")
     record = reports.build_record(
         result,
         name=f"scores: {args.file.name}",

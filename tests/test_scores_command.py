@@ -242,3 +242,17 @@ def test_the_line_shows_the_reports_numbers_and_their_confidence(table, capsys):
     assert f"95% for the {record['family']['tests']} tests together, each at {each}" in line
     ceiling = format_number(record["mu_ceiling"], rounding="up")
     assert f"ceiling for this n: mu {ceiling}" in line and float(ceiling) >= record["mu_ceiling"]
+
+
+def test_many_scores_get_stage_lines_on_stderr_and_quiet_gets_none(tmp_path, capsys, monkeypatch):
+    from dpaudit import scores_command
+
+    monkeypatch.setattr(scores_command, "STAGED_SCORES", 20)
+    rng = np.random.default_rng(0)
+    path = tmp_path / "s.csv"
+    pd.DataFrame({"score": rng.normal(size=40), "member": [0, 1] * 20}).to_csv(path, index=False)
+    assert main(["scores", str(path), "-o", str(tmp_path / "r")]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err == ["dpaudit: 40 scores: auditing", "dpaudit: 40 scores: writing the report"]
+    assert main(["scores", str(path), "-o", str(tmp_path / "q"), "-q"]) == 0
+    assert capsys.readouterr().err == ""
