@@ -6,10 +6,11 @@ place only when complete, so an interrupted or failed write leaves nothing behin
 earlier report at the same place untouched).
 
 The temporary directory is ``.<name>.<random>.<host>-<pid>.tmp`` (and an earlier report being
-replaced briefly ``... .old``). A process killed while writing (``kill -9``) cannot remove it, so
-every check of an output directory (:func:`check_output_directory`: each command that writes a
-report runs it before any work, and every write) removes such directories beside it, whatever
-report they were for, once they are abandoned: written on this host by a process that is gone,
+replaced briefly ``... .old``; a writer killed between its two renames leaves the earlier report
+there, and the next check puts it back). A process killed while writing (``kill -9``) cannot
+remove it, so every check of an output directory (:func:`check_output_directory`: each command
+that writes a report runs it before any work, and every write) removes such directories beside
+it, whatever report they were for, once they are abandoned: written on this host by a process that is gone,
 or by this very process id without this process writing them (a container runs every command
 under the same process id), or, when their writer cannot be checked (another host, or a process
 id in use again), untouched for :data:`STALE_SECONDS`. Directories of running writers, recent
@@ -27,7 +28,7 @@ import socket
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +58,8 @@ _WRITING: set[str] = set()
 
 #: The name of a writer's temporary directory (:func:`_sibling`).
 _TEMPORARY = re.compile(
-    r"^\..+\.[0-9a-f]{12}\.(?P<host>[0-9a-f]{6})-(?P<pid>\d+)\.(tmp|old)$", re.DOTALL
+    r"^\.(?P<name>.+)\.[0-9a-f]{12}\.(?P<host>[0-9a-f]{6})-(?P<pid>\d+)\.(?P<kind>tmp|old)$",
+    re.DOTALL,
 )
 
 
@@ -139,7 +141,9 @@ def _abandoned(entry: Path, host: str, pid: int) -> bool:
 
 
 def _remove_abandoned(parent: Path) -> None:
-    """Remove the abandoned temporary directories of report writers in ``parent``."""
+    """Remove the abandoned temporary directories of report writers in ``parent``; an earlier
+    report set aside (``.old``) by a writer killed before it renamed the new one into place goes
+    back to its place, when nothing has taken that place since."""
     try:
         entries = list(parent.iterdir())
     except OSError:  # not there (yet), or not readable: nothing of ours to remove
@@ -149,6 +153,11 @@ def _remove_abandoned(parent: Path) -> None:
         if match is None or entry.is_symlink() or not entry.is_dir():
             continue
         if _abandoned(entry, match["host"], int(match["pid"])):
+            target = parent / match["name"]
+            if match["kind"] == "old" and not os.path.lexists(target):
+                with suppress(OSError):
+                    os.replace(entry, target)
+                    continue
             shutil.rmtree(entry, ignore_errors=True)
 
 

@@ -591,3 +591,35 @@ def test_html_renders_in_chromium(tmp_path: Path, written: Path) -> None:
     assert share(reports.figures.MEASURED_COLOR) > 1e-4
     assert share(reports.figures.CLAIM_STYLE["color"]) > 1e-4
     assert float((pixels.min(axis=-1) < 0.9).mean()) > 0.05
+
+
+def test_an_earlier_report_set_aside_by_a_killed_writer_goes_back_to_its_place(
+    tmp_path: Path,
+) -> None:
+    """A writer killed between its two renames (the earlier report moved to ``.old``, the new
+    one not yet in place) loses neither: the next check puts the earlier report back and removes
+    the unfinished new one; a report written since at that place is not overwritten."""
+    target = tmp_path / "r"
+    with atomic_directory(target) as tmp:
+        (tmp / "results.json").write_text('{"earlier": true}')
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    pid = int(gone.stdout)
+    aside = tmp_path / f".r.{'d' * 12}.{writer._host()}-{pid}.old"
+    new = tmp_path / f".r.{'d' * 12}.{writer._host()}-{pid}.tmp"
+    os.replace(target, aside)
+    new.mkdir()
+    (new / "results.json").write_text('{"new": true}')
+    check_output_directory(tmp_path / "another-report")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r"]
+    assert (target / "results.json").read_text() == '{"earlier": true}'
+    os.replace(target, aside)
+    with atomic_directory(target) as tmp:
+        (tmp / "results.json").write_text('{"since": true}')
+    check_output_directory(tmp_path / "another-report")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r"]
+    assert (target / "results.json").read_text() == '{"since": true}'
