@@ -10,11 +10,11 @@ replaced briefly ``... .old``; a writer killed between its two renames leaves th
 there, and the next check puts it back). A process killed while writing (``kill -9``) cannot
 remove it, so every check of an output directory (:func:`check_output_directory`: each command
 that writes a report runs it before any work, and every write) removes such directories beside
-it, whatever report they were for, once they are abandoned: written on this host by a process that is gone,
-or by this very process id without this process writing them (a container runs every command
-under the same process id), or, when their writer cannot be checked (another host, or a process
-id in use again), untouched for :data:`STALE_SECONDS`. Directories of running writers, recent
-ones of other hosts, and anything not named so are left alone.
+it, whatever report they were for, once they are abandoned: written on this host by a process
+that is gone, or by this very process id without this process writing them (a container runs
+every command under the same process id), or, when their writer cannot be checked (another
+host, or a process id in use again), untouched for :data:`STALE_SECONDS`. Directories of
+running writers, recent ones of other hosts, and anything not named so are left alone.
 """
 
 from __future__ import annotations
