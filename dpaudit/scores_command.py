@@ -38,10 +38,6 @@ MIN_SCORES = 4
 #: A one-run audit needs this many canaries (rows).
 MIN_CANARIES = 2
 
-#: Scores with at most this many distinct values (and no ``--threshold``) get a note that
-#: thresholds declared between known values would certify more.
-FEW_VALUES = 16
-
 #: From this many scores on, the command says on stderr what it is doing while it works (the
 #: audit and its report then take seconds to a minute), as the other commands' stage lines do.
 STAGED_SCORES = 100_000
@@ -229,7 +225,7 @@ def run(args: argparse.Namespace) -> list[tuple[str, str, str]]:
     ``[(claim, "violated" | "consistent", "consistent")]`` with ``--claim-mu``, else ``[]``."""
     from dpaudit import reports
     from dpaudit.audit.one_run import audit_one_run
-    from dpaudit.audit.scores import audit_scores
+    from dpaudit.audit.scores import FEW_VALUES, audit_scores
     from dpaudit.bounds.gaussian_dp import gdp
     from dpaudit.reports.one_run import write_one_run
     from dpaudit.reports.text import level_per_test

@@ -17,6 +17,17 @@ never on the scores. A grid of both samples' values has edges at evaluation scor
 strategies that choose a threshold choose among the selection's scores only (the band, being
 simultaneous, may read any).
 
+Scores with few values. The default first looks at a *scout*: the first ``SCOUT_FRACTION`` of
+each side in the random order of the split (a prefix of the selection part). When the scout's
+pooled scores repeat (at most :data:`FEW_VALUES` distinct values, and at most half as many as
+scores), the thresholds between its values are fixed and the other ``1 - SCOUT_FRACTION`` of
+the scores test them, the best of the ``K`` at ``gamma/(2K)`` per error
+(``metadata["threshold_choice"] == "scouted"``). Otherwise the audit is the ``"holdout+band"``
+one, on the same split as without the scout. Valid: the path and the thresholds depend on the
+scout alone, the scores that test them are independent of it, and each path is valid given the
+scout. A randomized-response or other discrete score law is thus tested on nine tenths of its
+scores at a handful of thresholds, where the holdout would test half of them.
+
 ``thresholds=`` declares thresholds fixed before the scores were seen (a label-only attack's
 0/1 scores: ``[0.5]``): then every score evaluates and the best of the ``K`` is read at
 ``gamma/(2K)`` per error. The other strategies (``"holdout"``, ``"bonferroni"``, ``"median"``:
@@ -42,7 +53,20 @@ from dpaudit.audit.grid import ScoreGrid
 from dpaudit.audit.result import AuditResult
 from dpaudit.mechanisms.base import NeighbouringPair
 
-__all__ = ["audit_scores", "split_scores", "counts_on_grid"]
+__all__ = [
+    "FEW_VALUES",
+    "SCOUT_FRACTION",
+    "audit_scores",
+    "counts_on_grid",
+    "scouted_thresholds",
+    "split_scores",
+]
+
+#: Most distinct values of a scout whose thresholds the default tests (see the module docstring).
+FEW_VALUES = 16
+
+#: Share of each side that the default's scout looks at.
+SCOUT_FRACTION = 0.1
 
 _STRATEGIES = ("auto", "bonferroni", "holdout", "holdout+band", "median")
 
@@ -64,15 +88,33 @@ def _check_scores(name: str, scores: object) -> np.ndarray:
     return s
 
 
+def _head(n: int, fraction: float) -> int:
+    """``round(fraction * n)``, at least 2 and leaving at least 2."""
+    return min(max(2, int(round(fraction * n))), n - 2)
+
+
 def split_scores(
     scores: np.ndarray, fraction: float, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
     """A random split into ``(selection, evaluation)``, ``round(fraction * n)`` (at least 2) to
     selection and at least 2 to evaluation, in a random order that does not depend on values."""
-    n = scores.size
-    n_sel = min(max(2, int(round(fraction * n))), n - 2)
-    perm = rng.permutation(n)
-    return scores[perm[:n_sel]], scores[perm[n_sel:]]
+    shuffled = scores[rng.permutation(scores.size)]
+    n_sel = _head(scores.size, fraction)
+    return shuffled[:n_sel], shuffled[n_sel:]
+
+
+def scouted_thresholds(scout_d: np.ndarray, scout_d_prime: np.ndarray) -> np.ndarray | None:
+    """The thresholds between the values of a scout whose pooled scores repeat: each distinct
+    finite value but the largest (the test "in iff score > t" then separates every pair of
+    neighbouring values); ``None`` when the scout shows more than :data:`FEW_VALUES` values,
+    more than half as many values as scores, or a single value."""
+    pooled = np.concatenate([scout_d, scout_d_prime])
+    values = np.unique(pooled)
+    if not 2 <= values.size <= min(FEW_VALUES, pooled.size // 2):
+        return None
+    below = values[:-1]
+    below = below[np.isfinite(below)]
+    return below if below.size else None
 
 
 def counts_on_grid(grid: ScoreGrid, s_d: np.ndarray, s_d_prime: np.ndarray) -> np.ndarray:
@@ -152,7 +194,8 @@ def audit_scores(
     seed:
         Seed of the random selection/evaluation split.
     strategy:
-        ``"auto"`` (the default, ``"holdout+band"``), ``"holdout+band"``, ``"holdout"``,
+        ``"auto"`` (the default: the thresholds of a scout with few values, else
+        ``"holdout+band"``; module docstring), ``"holdout+band"``, ``"holdout"``,
         ``"bonferroni"`` or ``"median"`` (:mod:`dpaudit.audit.strategies`); see the module
         docstring.
     selection_fraction:
@@ -171,7 +214,8 @@ def audit_scores(
         With ``epsilon_lower_bound(delta)``, ``mu_lower_bound()``, ``violates(claim)``,
         ``tradeoff``, ceilings, JSON and reports as for :func:`dpaudit.audit`;
         ``metadata["threshold_choice"]`` names the strategy used (``"declared"`` with
-        ``thresholds``).
+        ``thresholds``, ``"scouted"`` when the default tested the thresholds of a scout with few
+        values).
     """
     started = time.perf_counter()
     s0 = _check_scores("scores_d", scores_d)
@@ -192,11 +236,21 @@ def audit_scores(
     sel0, ev0 = split_scores(s0, selection_fraction, rng)
     sel1, ev1 = split_scores(s1, selection_fraction, rng)
     n_eval, n_sel = min(ev0.size, ev1.size), min(sel0.size, sel1.size)
+    scouted = None
     if declared is not None:
         sel0, ev0, sel1, ev1, n_sel, n_eval = s0, s0, s1, s1, 0, min(s0.size, s1.size)
         strategy = "declared"
     elif strategy == "auto":
-        strategy = "holdout+band"
+        # The scout is a prefix of each side's random order, so of its selection part too.
+        both0, both1 = np.concatenate([sel0, ev0]), np.concatenate([sel1, ev1])
+        k0, k1 = _head(s0.size, SCOUT_FRACTION), _head(s1.size, SCOUT_FRACTION)
+        scouted = scouted_thresholds(both0[:k0], both1[:k1])
+        if scouted is None:
+            strategy = "holdout+band"
+        else:
+            sel0, ev0, sel1, ev1 = both0[:k0], both0[k0:], both1[:k1], both1[k1:]
+            n_sel, n_eval = min(k0, k1), min(ev0.size, ev1.size)
+            strategy = "scouted"
     grid = ScoreGrid.from_values(np.concatenate([s0, s1]))
     pair = NeighbouringPair(np.zeros(0), np.zeros(1), "add_remove", "scores given by the user")
     metadata = {
@@ -217,6 +271,8 @@ def audit_scores(
         fixed = _fixed_counts(np.array([np.median(np.concatenate([sel0, sel1]))]), ev0, ev1)
     elif declared is not None:
         fixed = _fixed_counts(declared, s0, s1)
+    elif scouted is not None:
+        fixed = _fixed_counts(scouted, ev0, ev1)
     used = "fixed" if fixed is not None else strategy
     result = _result(
         name,

@@ -6,7 +6,7 @@ from scipy.stats import beta, norm
 
 import dpaudit as dpa
 from dpaudit.audit.lower_bounds import epsilon_from_errors
-from dpaudit.audit.scores import audit_scores, split_scores
+from dpaudit.audit.scores import FEW_VALUES, audit_scores, scouted_thresholds, split_scores
 from dpaudit.bounds.gaussian_dp import gdp_epsilon
 
 
@@ -101,6 +101,41 @@ def test_complex_scores_with_no_imaginary_part_are_their_real_part():
     assert audit_scores(real + 0j, real + 3).epsilon_lower_bound(1e-5) == expected
 
 
+@pytest.mark.parametrize("law", ["randomized_response", "geometric"])
+def test_the_default_tests_a_few_valued_scouts_thresholds_on_the_other_scores(law):
+    # The scout is the first tenth of each side in the split's random order: its values fix the
+    # thresholds, and the other nine tenths test them at gamma/(2K). Moving evaluation scores
+    # changes the counts, never the thresholds or their number.
+    s0, s1 = _draw(law, 1000, np.random.default_rng(2))
+    result = audit_scores(s0, s1, seed=4)
+    assert result.metadata["threshold_choice"] == "scouted"
+    assert result.strategy == "fixed" and result.trials == 900 and result.selection_trials == 100
+    k = result.fixed_thresholds.size
+    assert 1 <= k <= FEW_VALUES
+    witness = result.epsilon_witness(1e-5)
+    assert witness["gamma_per_bound"] == pytest.approx(0.05 / (2 * k))
+    rng = np.random.default_rng(np.random.SeedSequence(4))
+    scout0 = s0[rng.permutation(1000)][:100]
+    scout1 = s1[rng.permutation(1000)][:100]
+    assert np.array_equal(result.fixed_thresholds, scouted_thresholds(scout0, scout1))
+    moved0, moved1 = s0.copy(), s1.copy()
+    order0 = np.random.default_rng(np.random.SeedSequence(4)).permutation(1000)
+    moved0[order0[100:]] = 0.0  # only evaluation scores move
+    again = audit_scores(moved0, moved1, seed=4)
+    assert np.array_equal(again.fixed_thresholds, result.fixed_thresholds)
+    assert not np.array_equal(again.fixed_counts, result.fixed_counts)
+
+
+def test_continuous_scores_are_not_scouted_and_the_split_is_the_holdouts():
+    s0, s1 = _draw("gaussian", 1000, np.random.default_rng(2))
+    result = audit_scores(s0, s1, seed=4)
+    assert result.metadata["threshold_choice"] == "holdout+band"
+    assert result.trials == 500 and result.selection_trials == 500
+    assert scouted_thresholds(np.zeros(3), np.ones(3)) is not None
+    assert scouted_thresholds(np.arange(10.0), np.arange(10.0) + 0.5) is None  # no repeats
+    assert scouted_thresholds(np.zeros(5), np.zeros(5)) is None  # a single value
+
+
 def test_median_threshold_is_chosen_on_the_selection_scores_only():
     """The median strategy's threshold is the median of the pooled *selection* scores: moving only
     the evaluation scores (far, in the direction that would move an evaluation median) leaves it
@@ -159,9 +194,10 @@ def test_declared_thresholds_bad_input(kwargs, word):
 
 
 def _true_eps(law: str) -> float:
-    """eps(1e-5) of the score laws below: the Gaussian's exact curve; Laplace and randomized
-    response are pure 1-DP, so their eps(delta) is at most 1; the subsampled Gaussian's from its
-    exact privacy-loss distribution."""
+    """eps(1e-5) of the score laws below: the Gaussian's exact curve; Laplace, randomized
+    response and the clipped geometric are pure 1-DP (clipping is post-processing), so their
+    eps(delta) is at most 1; the subsampled Gaussian's from its exact privacy-loss
+    distribution."""
     if law == "subsampled_gaussian":
         from dpaudit.mechanisms import Gaussian
         from dpaudit.mechanisms.subsampled import PoissonSubsampled
@@ -180,13 +216,17 @@ def _draw(law: str, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.nd
     if law == "subsampled_gaussian":
         used = rng.random(n) < 0.2
         return rng.standard_normal(n), rng.standard_normal(n) + 2.0 * used
+    if law == "geometric":  # two-sided geometric noise of eps = 1 on 0 and 1, clipped to +-4
+        q = 1.0 - np.exp(-1.0)
+        out = [rng.geometric(q, n) - rng.geometric(q, n) + shift for shift in (0, 1)]
+        return tuple(np.clip(o, -4, 4).astype(float) for o in out)
     p = np.e / (1 + np.e)
     return (rng.random(n) > p).astype(float), (rng.random(n) < p).astype(float)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "law", ["gaussian", "laplace", "randomized_response", "subsampled_gaussian"]
+    "law", ["gaussian", "laplace", "randomized_response", "geometric", "subsampled_gaussian"]
 )
 @pytest.mark.parametrize("n", [100, 1000, 10_000, 100_000])
 def test_default_eps_coverage_and_its_point_estimate_twin(law, n):
