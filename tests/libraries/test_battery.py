@@ -79,7 +79,6 @@ def test_a_correct_reference_battery_is_consistent_and_an_over_claim_is_refuted(
     assert ("laplace", "boundary") in refuted and not any(f == "gaussian" for f, _ in refuted)
 
 
-@pytest.mark.slow
 def _silent_laplace(name, add_remove_eps, replace_one_eps):
     """A Laplace sum (true eps 1 under add/remove, 2 under replace-one) claiming the given eps,
     silent about its relation."""
@@ -124,6 +123,7 @@ def test_rows_audited_at_once_give_the_rows_audited_one_at_a_time():
         run(laid_out, n_jobs=0)
 
 
+@pytest.mark.slow
 def test_false_alarms_of_the_battery_stay_within_its_level_over_100_seeds():
     # 100 batteries of 8 rows each at family-wise confidence 0.95 on claims that are exact:
     # a battery is refuted with probability at most 0.05, so more than 12 refuted batteries
