@@ -625,10 +625,11 @@ def _check_speed(
     before: int,
     total_trials: int,
     n_jobs: int | None,
-) -> None:
+) -> float | None:
     """Refuse (``ValueError``, :func:`~dpaudit.audit.limits.check_duration`) a run of
     ``total_trials`` per dataset whose drawing alone would outlast the longest run, before the
-    fit and the pilot draw their ``before`` outputs per dataset.
+    fit and the pilot draw their ``before`` outputs per dataset; return the seconds per trial
+    measured (``None`` when nothing was drawn).
 
     Nothing is drawn when the probe (two outputs in ``probe_seconds``) shows that those take
     at most :data:`PRE_CHECK_SECONDS` even if every output cost as much as a call. Otherwise
@@ -637,7 +638,7 @@ def _check_speed(
     speed is then the run's: checked) or shows the fit and the pilot to be short. These draws
     are not part of the result."""
     if before * probe_seconds <= PRE_CHECK_SECONDS:
-        return
+        return None
     name = getattr(mechanism, "name", type(mechanism).__name__)
     chunk, size = 0, 1
     while True:
@@ -646,9 +647,9 @@ def _check_speed(
         seconds = time.perf_counter() - started
         if seconds >= TIMED_SECONDS or size >= chunk_size:
             check_duration(name, total_trials, size, seconds, -1 if n_jobs is None else n_jobs)
-            return
+            return seconds / size
         if before * seconds / size <= PRE_CHECK_SECONDS:
-            return
+            return seconds / size
         chunk, size = chunk + 1, min(2 * size, chunk_size)
 
 
@@ -963,7 +964,7 @@ def audit_mechanism(
     budget = overhead_budget(trials, selection_trials, attack.learns)
     fit_trials, pilot_trials = budget["fit"], budget["pilot"]
     if target is None:
-        _check_speed(
+        per_trial = _check_speed(
             mechanism,
             pair,
             seed,
@@ -974,6 +975,16 @@ def audit_mechanism(
             selection_trials + trials,
             n_jobs,
         )
+        before = sum(budget.values()) * (per_trial or 0.0)
+        if progress and before >= PRE_CHECK_SECONDS:
+            # The bar starts after the fit and the pilot: say why nothing moves until then.
+            print(
+                f"{getattr(mechanism, 'name', type(mechanism).__name__)[:40]}: "
+                f"{sum(budget.values()):,} trials per dataset to fit the attack and fix the "
+                f"grid first (about {before:.0f} s)",
+                file=sys.stderr,
+                flush=True,
+            )
     attack = _fitted_attack(mechanism, pair, attack, seed, output_shape, budget)
     exact = _is_exact(attack, mechanism, pair)
     if privacy_loss:

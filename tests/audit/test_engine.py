@@ -351,3 +351,16 @@ def test_privacy_loss_without_an_exact_score_is_refused_before_any_fit():
 
     with pytest.raises(ValueError, match="privacy_loss=True needs"):
         dpaudit.audit_mechanism(Gaussian(1.0), attack=NeverFitted(), trials=100, privacy_loss=True)
+
+
+def test_a_long_fit_and_pilot_are_announced_before_the_progress_bar(monkeypatch, capsys):
+    # The bar starts after the fit and the pilot; when the timing draws say these take at least
+    # PRE_CHECK_SECONDS, one line says so first (here with the threshold lowered to any time).
+    monkeypatch.setattr(engine, "PRE_CHECK_SECONDS", 1e-12)
+    mechanism = Gaussian(sigma=1.0)
+    dpaudit.audit_mechanism(mechanism, trials=1000, seed=0, progress=True)
+    err = capsys.readouterr().err
+    assert "trials per dataset to fit the attack and fix the grid first (about" in err
+    assert err.index("fix the grid first") < err.index("selection + evaluation trials")
+    dpaudit.audit_mechanism(mechanism, trials=1000, seed=0, progress=False)
+    assert capsys.readouterr().err == ""
