@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dpaudit._core.numbers import format_number
-from dpaudit._core.validation import check_input_file
+from dpaudit._core.validation import check_input_file, check_integer, check_probability
 
 if TYPE_CHECKING:  # pandas is imported where a table is built
     import pandas as pd
@@ -149,9 +149,14 @@ def load_table(args: argparse.Namespace) -> tuple[np.ndarray, np.ndarray]:
     frame = _read(args.file)
     if args.nonmembers is None:
         scores = _scores(_column(frame, args.score_column, args.file), args.score_column, args.file)
-        member = membership_column(
-            _column(frame, args.member_column, args.file), args.member_column
-        )
+        try:
+            member = membership_column(
+                _column(frame, args.member_column, args.file), args.member_column
+            )
+        except ValueError as exc:
+            if str(exc).startswith(f"{args.file}: "):
+                raise
+            raise ValueError(f"{args.file}: {exc}") from None
         return scores, member
     other = _read(args.nonmembers)
     column = args.score_column
@@ -232,10 +237,23 @@ def run(args: argparse.Namespace) -> list[tuple[str, str, str]]:
 
     down: dict[str, Any] = {"rounding": "down"}
 
+    # Every option is checked before the files are read (they may be large).
     if args.claim_mu is not None and not (np.isfinite(args.claim_mu) and args.claim_mu > 0):
         raise ValueError(f"--claim-mu must be a positive number, got {args.claim_mu}")
+    check_probability("--confidence", args.confidence, low_open=True, high_open=True)
+    check_probability("--delta", args.delta, high_open=True)
     if args.one_run and args.threshold:
         raise ValueError("--threshold applies to scores of many models, not to --one-run")
+    if args.one_run:
+        if (args.sample_rate is None) != (args.steps is None):
+            raise ValueError("--sample-rate and --steps go together")
+        if (args.steps is not None) != (args.family == "dpsgd"):
+            raise ValueError("--family dpsgd needs --sample-rate and --steps, and they need it")
+        if args.steps is not None:
+            check_probability("--sample-rate", args.sample_rate, low_open=True)
+            check_integer("--steps", args.steps, minimum=1)
+        if args.claim_mu is not None and args.method != "fdp":
+            raise ValueError("--claim-mu needs --method fdp (the steinke test refutes no mu)")
     scores, member = load_table(args)
 
     def stage(what: str) -> None:
@@ -244,12 +262,6 @@ def run(args: argparse.Namespace) -> list[tuple[str, str, str]]:
 
     stage("auditing")
     if args.one_run:
-        if (args.sample_rate is None) != (args.steps is None):
-            raise ValueError("--sample-rate and --steps go together")
-        if (args.steps is not None) != (args.family == "dpsgd"):
-            raise ValueError("--family dpsgd needs --sample-rate and --steps, and they need it")
-        if args.claim_mu is not None and args.method != "fdp":
-            raise ValueError("--claim-mu needs --method fdp (the steinke test refutes no mu)")
         _enough(scores.size, f"{args.file}: canaries (rows)", MIN_CANARIES)
         result = audit_one_run(
             scores,

@@ -57,7 +57,32 @@ def test_bad_membership_one_line_nothing_written(table, capsys, change, message)
     assert main(["scores", str(path / "bad.csv"), "-o", str(path / "x")]) == 1
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and message in err and "member" in err
+    assert err.startswith(f"dpaudit: error: {path / 'bad.csv'}: ")
     assert not (path / "x").exists()
+
+
+@pytest.mark.parametrize(
+    ("options", "needle"),
+    [
+        (["--confidence", "2"], "--confidence must be in (0, 1)"),
+        (["--delta", "1"], "--delta must be in [0, 1)"),
+        (["--one-run", "--steps", "3"], "--sample-rate and --steps go together"),
+        (["--one-run", "--family", "dpsgd", "--sample-rate", "2", "--steps", "3"], "--sample-rate"),
+        (["--one-run", "--family", "dpsgd", "--sample-rate", "0.1", "--steps", "0"], "--steps"),
+        (["--one-run", "--method", "steinke", "--claim-mu", "1"], "--claim-mu needs --method fdp"),
+    ],
+)
+def test_every_option_is_checked_before_the_scores_are_read(
+    tmp_path, capsys, monkeypatch, options, needle
+):
+    from dpaudit import scores_command
+
+    read = []
+    monkeypatch.setattr(scores_command, "_read", lambda path: read.append(path))
+    code = main(["scores", str(tmp_path / "s.csv"), "-o", str(tmp_path / "r"), *options])
+    assert code == 1 and read == []
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and needle in err, err
 
 
 def test_one_run_dpsgd_family_and_flag_pairing(tmp_path, capsys):
