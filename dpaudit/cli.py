@@ -45,6 +45,7 @@ import hashlib
 import io
 import json
 import math
+import os
 import re
 import signal
 import sys
@@ -291,7 +292,15 @@ def build_parser() -> argparse.ArgumentParser:
     flawed.add_argument("--trials", type=int, default=10**6, help="trials per dataset")
     flawed.add_argument("--seed", type=int, default=0, help="root seed")
     flawed.add_argument("--n-jobs", type=int, default=1, help="parallel workers (-1: all cores)")
-    flawed.add_argument("--csv", type=Path, default=None, help="also write the table as CSV")
+    flawed.add_argument(
+        "-o",
+        "--csv",
+        type=Path,
+        default=None,
+        dest="csv",
+        metavar="FILE",
+        help="also write the table as CSV to FILE",
+    )
     _add_quiet(flawed)
     _add_fail_on_violation(flawed)
     flawed.set_defaults(func=_cmd_bench_flawed)
@@ -642,10 +651,16 @@ def _cmd_bench_flawed(args: argparse.Namespace) -> Verdicts:
     from dpaudit.audit.benchmark import run_benchmark
     from dpaudit.reports.tables import format_benchmark
 
-    frame = run_benchmark(args.trials, seed=args.seed, n_jobs=args.n_jobs)
-    print(format_benchmark(frame))
+    frame = run_benchmark(args.trials, seed=args.seed, n_jobs=args.n_jobs, progress=not args.quiet)
+    if not args.quiet:
+        print(format_benchmark(frame))
     if args.csv is not None:
-        frame.to_csv(args.csv, index=False)
+        written = args.csv.with_name(f".{args.csv.name}.{os.getpid()}.tmp")
+        try:
+            frame.to_csv(written, index=False)
+            os.replace(written, args.csv)
+        finally:
+            written.unlink(missing_ok=True)
     # A flawed mechanism left unflagged is a miss of the attack (its power), not a verdict.
     return [
         (

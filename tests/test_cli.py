@@ -556,6 +556,33 @@ def test_bench_flawed_exits_3_only_when_a_correct_mechanism_is_flagged(
     assert run_cli(capsys, "bench-flawed", "--no-fail-on-violation")[0] == EXIT_OK
 
 
+def test_bench_flawed_quiet_prints_no_table_and_o_writes_the_csv(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pandas as pd
+
+    from dpaudit.audit import benchmark
+    from dpaudit.reports import tables
+
+    frame = pd.DataFrame(
+        {"name": ["correct"], "correct": [True], "flagged": [False], "claimed_epsilon": [1.0]}
+    )
+    heard = {}
+
+    def run_benchmark(*args: object, **kwargs: object) -> pd.DataFrame:
+        heard.update(kwargs)
+        return frame
+
+    monkeypatch.setattr(benchmark, "run_benchmark", run_benchmark)
+    monkeypatch.setattr(tables, "format_benchmark", lambda f: "the table")
+    code, out, _ = run_cli(capsys, "bench-flawed", "-q", "-o", str(tmp_path / "t.csv"))
+    assert code == EXIT_OK and out == "" and heard["progress"] is False
+    assert pd.read_csv(tmp_path / "t.csv")["name"].tolist() == ["correct"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.csv"]
+    code, out, _ = run_cli(capsys, "bench-flawed")
+    assert heard["progress"] is True and "the table" in out
+
+
 @pytest.mark.parametrize("csv", ["spec.toml/table.csv", "missing/table.csv", "."])
 def test_bench_flawed_csv_is_checked_before_the_benchmark_runs(
     tmp_path: Path,
