@@ -295,11 +295,13 @@ def test_foreign_code_that_raises_in_the_fit_sample_is_one_line(tmp_path, releas
     """The default attack of a black box learns: the release function's errors in its fit
     sample name the mechanism and the chunk as in every other draw."""
     target = f"{releases}:raises_after_the_probe"
-    _refused(
+    err = _refused(
         tmp_path,
         _audit_toml(mechanism=_blackbox(target)),
         "mechanism my-release raised RuntimeError: boom (fit chunk 0, dataset D)",
     )
+    # Raised while the audit runs, and named as an error of the spec's reading would be.
+    assert err.startswith(f"dpaudit: error: {tmp_path / 'spec.toml'}: audit 1 (a): mechanism ")
 
 
 # --- the store --------------------------------------------------------------------------------
