@@ -83,3 +83,13 @@ def test_random_pairs_and_subsample_are_seeded():
 def test_generators_refuse_bad_input_naming_the_parameter(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_the_suites_pair_descriptions_are_plain_words_for_the_reports():
+    # Reports show a pair's description in table cells as text: markup such as backticks was
+    # shown literally in every neighbouring-pair cell.
+    from dpaudit import specs
+
+    for spec in specs.suite():
+        description = spec.pair.description
+        assert description and not set(description) & set("`*_<>|"), description
