@@ -11,7 +11,7 @@ from dpaudit.reports.text import BOUNDS_TABLE_NOTE, report_summary, verdict_labe
 if TYPE_CHECKING:  # pandas is imported where a table is built
     import pandas as pd
 
-__all__ = ["render_markdown"]
+__all__ = ["markdown_cell", "render_markdown"]
 
 
 #: Characters that could start Markdown markup, escaped with a backslash in user text.
@@ -35,17 +35,17 @@ def _inline(text: Any) -> str:
     return "".join(_ENTITIES.get(ch, ch) for ch in out)
 
 
-def _cell(text: Any) -> str:
+def markdown_cell(text: Any) -> str:
     """A table cell: escaped as :func:`_inline` (which also escapes the pipes of a table)."""
     return _inline(text)
 
 
 def _frame_markdown(frame: pd.DataFrame) -> str:
-    header = "| " + " | ".join(_cell(str(c)) for c in frame.columns) + " |"
+    header = "| " + " | ".join(markdown_cell(str(c)) for c in frame.columns) + " |"
     rule = "|" + "|".join(" --- " for _ in frame.columns) + "|"
     lines = [header, rule]
     for _, row in frame.iterrows():
-        cells = [_cell(format_cell(c, row[c])) for c in frame.columns]
+        cells = [markdown_cell(format_cell(c, row[c])) for c in frame.columns]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -72,7 +72,7 @@ def _section(record: Mapping[str, Any], figures: Mapping[str, str]) -> str:
         "| parameter | value |",
         "| --- | --- |",
     ]
-    lines += [f"| {_cell(k)} | {_cell(v)} |" for k, v in parameters_table(record)]
+    lines += [f"| {markdown_cell(k)} | {markdown_cell(v)} |" for k, v in parameters_table(record)]
     return "\n".join(lines) + "\n"
 
 

@@ -37,6 +37,18 @@ def test_a_verdict_read_from_a_results_file_is_escaped_in_markdown(violated_reco
     assert "\\|" in heading and "\\`code\\`" in heading
 
 
+def test_a_one_run_readme_escapes_the_audit_name_and_notes(tmp_path):
+    from dpaudit.audit.one_run import audit_one_run, simulate_one_run
+    from dpaudit.reports.one_run import write_one_run
+
+    scores, included = simulate_one_run(200, 1.0, seed=0)
+    result = audit_one_run(scores, included)
+    write_one_run({"<script>x</script> | `a`": result}, tmp_path / "r", notes=["*b* | c"])
+    text = (tmp_path / "r" / "README.md").read_text()
+    assert "<script>" not in text and "&lt;script&gt;x&lt;/script&gt; \\| \\`a\\`" in text
+    assert "- \\*b\\* \\| c" in text
+
+
 def test_both_formats_explain_the_ceiling_and_tightness_columns(violated_record):
     """The note under the lower-bounds table is one text, shown by HTML and Markdown alike."""
     import html as html_module
