@@ -218,7 +218,9 @@ def build_parser() -> argparse.ArgumentParser:
         "library", help="audit the covered functions of a DP library against its own claims"
     )
     library.add_argument("name", help="the library: diffprivlib or opendp")
-    library.add_argument("-o", "--output", type=Path, required=True, help="report directory")
+    library.add_argument(
+        "-o", "--output", type=Path, required=True, metavar="DIR", help=_OUTPUT_HELP
+    )
     library.add_argument(
         "--trials", type=int, default=10_000, help="trials per dataset of each audit"
     )

@@ -450,7 +450,7 @@ def _no_plot(record: object, ax: object = None, **kwargs: object) -> object:
 
 def _no_work(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make every command's first piece of work fail the test."""
-    from dpaudit import scores_command
+    from dpaudit import libraries, scores_command
     from dpaudit.audit import accountant
 
     def work(*args: object, **kwargs: object) -> None:
@@ -460,6 +460,7 @@ def _no_work(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(accountant, "run_accountant_spec", work)
     monkeypatch.setattr(scores_command, "load_table", work)
     monkeypatch.setattr(reports, "load_results", work)
+    monkeypatch.setattr(libraries, "plan_battery", work)
 
 
 COMMANDS = {
@@ -468,6 +469,7 @@ COMMANDS = {
     "scores": ("scores", str(EXAMPLES / "gaussian.toml")),
     "audit-accountant": ("audit-accountant", str(EXAMPLES / "accountant-rr-composed.toml")),
     "report": ("report", "results.json"),
+    "library": ("library", "diffprivlib"),
 }
 
 
@@ -513,7 +515,9 @@ def test_store_inside_the_output_is_refused_before_any_work(
 # --- help and options shared by the commands ----------------------------------------------------
 
 
-@pytest.mark.parametrize("command", ["run", "suite", "report", "audit-accountant", "scores"])
+@pytest.mark.parametrize(
+    "command", ["run", "suite", "report", "audit-accountant", "scores", "library"]
+)
 def test_help_says_what_o_receives_and_every_writing_command_takes_q(
     capsys: pytest.CaptureFixture[str], command: str
 ) -> None:
