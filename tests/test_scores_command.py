@@ -247,15 +247,17 @@ def test_the_second_input_file_is_nonmembers_and_out_is_a_deprecated_alias(tmp_p
     assert main(both) == 1
 
 
-def test_the_line_shows_the_reports_numbers_and_their_confidence(table, capsys):
+@pytest.mark.parametrize("claim", [[], ["--claim-mu", "20"]])
+def test_the_line_shows_the_reports_numbers_and_their_confidence(table, capsys, claim):
     """The terminal line and the report read the same family of tests: the eps and mu printed
     are those of results.json, rounded down (lower bounds) and the ceiling up, with the
-    confidence each was read at, written as the report writes it."""
+    confidence each was read at, written as the report writes it; with a claim too, whose
+    tests share the confidence."""
     from dpaudit._core.numbers import format_number
     from dpaudit.reports.text import level_per_test
 
     path, _ = table
-    assert main(["scores", str(path / "s.csv"), "-o", str(path / "r")]) == 0
+    assert main(["scores", str(path / "s.csv"), "-o", str(path / "r"), *claim]) == 0
     line = capsys.readouterr().out.strip().splitlines()[0]
     record = json.loads((path / "r" / "results.json").read_text())["audits"][0]
     eps = format_number(record["epsilon_lower_bounds"]["1e-05"], rounding="down")
