@@ -258,7 +258,9 @@ def run(args: argparse.Namespace) -> list[tuple[str, str, str]]:
 
     def stage(what: str) -> None:
         if not args.quiet and scores.size >= STAGED_SCORES:
-            print(f"dpaudit: {scores.size:,} scores: {what}", file=sys.stderr, flush=True)
+            # The stage line of the other commands: this command's one stage.
+            line = f"dpaudit: [1/1] scores: {scores.size:,} scores: {what}"
+            print(line, file=sys.stderr, flush=True)
 
     stage("auditing")
     if args.one_run:

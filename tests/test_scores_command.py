@@ -280,6 +280,9 @@ def test_many_scores_get_stage_lines_on_stderr_and_quiet_gets_none(tmp_path, cap
     pd.DataFrame({"score": rng.normal(size=40), "member": [0, 1] * 20}).to_csv(path, index=False)
     assert main(["scores", str(path), "-o", str(tmp_path / "r")]) == 0
     err = capsys.readouterr().err.splitlines()
-    assert err == ["dpaudit: 40 scores: auditing", "dpaudit: 40 scores: writing the report"]
+    assert err == [
+        "dpaudit: [1/1] scores: 40 scores: auditing",
+        "dpaudit: [1/1] scores: 40 scores: writing the report",
+    ]
     assert main(["scores", str(path), "-o", str(tmp_path / "q"), "-q"]) == 0
     assert capsys.readouterr().err == ""
