@@ -6,27 +6,29 @@ score of both samples becomes a threshold of the grid (:meth:`ScoreGrid.from_val
 value: such samples are small), and each side is split at random (seeded) into a selection part
 and an evaluation part.
 
-The default strategy, ``"holdout+band"`` (:mod:`dpaudit.audit.strategies`), spends the
-confidence on two tests and reports the better: the holdout, whose selection part chooses one or
-two thresholds among the selection's own scores for the evaluation part to test
-(``(1 - BAND_SHARE) gamma``), and a band over *all* scores of both parts that holds at every
-threshold at once (``BAND_SHARE gamma``), so that its best threshold needs no correction. The
-band uses every score, which is what small samples need; the holdout pays only for one or two
-thresholds, which is what large ones can afford. The rule depends on nothing but its constants,
-never on the scores. A grid of both samples' values has edges at evaluation scores; the
-strategies that choose a threshold choose among the selection's scores only (the band, being
-simultaneous, may read any).
+The default first looks at a *scout*: the first ``SCOUT_FRACTION`` of each side in the random
+order of the split (at most :data:`SCOUT_MOST` scores, a prefix of the selection part). What
+the audit does next depends on the scout, so every bound is then read from the other scores
+only, which are independent of it: each path is valid given the scout, and so the audit.
 
-Scores with few values. The default first looks at a *scout*: the first ``SCOUT_FRACTION`` of
-each side in the random order of the split (a prefix of the selection part). When the scout's
-pooled scores repeat (at most :data:`FEW_VALUES` distinct values, and at most half as many as
-scores), the thresholds between its values are fixed and the other ``1 - SCOUT_FRACTION`` of
-the scores test them, the best of the ``K`` at ``gamma/(2K)`` per error
-(``metadata["threshold_choice"] == "scouted"``). Otherwise the audit is the ``"holdout+band"``
-one, on the same split as without the scout. Valid: the path and the thresholds depend on the
-scout alone, the scores that test them are independent of it, and each path is valid given the
-scout. A randomized-response or other discrete score law is thus tested on nine tenths of its
-scores at a handful of thresholds, where the holdout would test half of them.
+- *Few values* (``metadata["threshold_choice"] == "scouted"``). When the scout's pooled scores
+  repeat (at most :data:`FEW_VALUES` distinct values, and at most half as many as scores), the
+  thresholds between its values are fixed and all the other scores test them, the best of the
+  ``K`` at ``gamma/(2K)`` per error. A randomized-response or other discrete score law is thus
+  tested on nine tenths of its scores at a handful of thresholds.
+- *Otherwise* ``"holdout+band"`` (:mod:`dpaudit.audit.strategies`) on the scores outside the
+  scout: it spends the confidence on two tests and reports the better, the holdout, whose
+  selection part chooses one or two thresholds among the selection's own scores for the
+  evaluation part to test (``(1 - BAND_SHARE) gamma``), and a band over the scores of both parts
+  that holds at every threshold at once (``BAND_SHARE gamma``), so that its best threshold needs
+  no correction. The band uses every score it is given, which is what small samples need; the
+  holdout pays only for one or two thresholds, which is what large ones can afford. A grid of
+  both samples' values has edges at evaluation scores; the strategies that choose a threshold
+  choose among the selection's scores only (the band, being simultaneous, may read any).
+
+Samples too small for a scout (fewer than 2 scores per side, leaving 2 of the selection part)
+go straight to ``"holdout+band"`` on all their scores. The rules depend on nothing but their
+constants and the scout.
 
 ``thresholds=`` declares thresholds fixed before the scores were seen (a label-only attack's
 0/1 scores: ``[0.5]``): then every score evaluates and the best of the ``K`` is read at
@@ -56,6 +58,7 @@ from dpaudit.mechanisms.base import NeighbouringPair
 __all__ = [
     "FEW_VALUES",
     "SCOUT_FRACTION",
+    "SCOUT_MOST",
     "audit_scores",
     "counts_on_grid",
     "scouted_thresholds",
@@ -67,6 +70,9 @@ FEW_VALUES = 16
 
 #: Share of each side that the default's scout looks at.
 SCOUT_FRACTION = 0.1
+
+#: Most scores of one side in the scout (enough to see a few repeating values).
+SCOUT_MOST = 1000
 
 _STRATEGIES = ("auto", "bonferroni", "holdout", "holdout+band", "median")
 
@@ -101,6 +107,12 @@ def split_scores(
     shuffled = scores[rng.permutation(scores.size)]
     n_sel = _head(scores.size, fraction)
     return shuffled[:n_sel], shuffled[n_sel:]
+
+
+def _scout_size(n: int, selection: int) -> int:
+    """Scores of one side in the scout: ``round(SCOUT_FRACTION * n)``, at least 2, at most
+    :data:`SCOUT_MOST`, and leaving at least 2 scores of the selection part."""
+    return min(_head(n, SCOUT_FRACTION), SCOUT_MOST, selection - 2)
 
 
 def scouted_thresholds(scout_d: np.ndarray, scout_d_prime: np.ndarray) -> np.ndarray | None:
@@ -199,7 +211,8 @@ def audit_scores(
         ``"bonferroni"`` or ``"median"`` (:mod:`dpaudit.audit.strategies`); see the module
         docstring.
     selection_fraction:
-        Share of each side used to choose thresholds; the rest evaluates.
+        Share of each side used to choose thresholds (the scout included); the rest evaluates.
+        When the scout has few values, the scout chooses and everything else evaluates.
     thresholds:
         Thresholds fixed before the scores were seen (the test "in iff score > t"), for scores
         with few known values: ``[0.5]`` for a label-only attack's 0/1 scores. Every score then
@@ -241,17 +254,24 @@ def audit_scores(
         sel0, ev0, sel1, ev1, n_sel, n_eval = s0, s0, s1, s1, 0, min(s0.size, s1.size)
         strategy = "declared"
     elif strategy == "auto":
-        # The scout is a prefix of each side's random order, so of its selection part too.
-        both0, both1 = np.concatenate([sel0, ev0]), np.concatenate([sel1, ev1])
-        k0, k1 = _head(s0.size, SCOUT_FRACTION), _head(s1.size, SCOUT_FRACTION)
-        scouted = scouted_thresholds(both0[:k0], both1[:k1])
+        # The scout: a prefix of each side's selection part, leaving it at least 2 scores.
+        k0, k1 = _scout_size(s0.size, sel0.size), _scout_size(s1.size, sel1.size)
+        if min(k0, k1) >= 2:
+            scouted = scouted_thresholds(sel0[:k0], sel1[:k1])
+        else:
+            k0 = k1 = 0
         if scouted is None:
+            # Which path runs depends on the scout: the holdout and its band, which reads every
+            # score it is given, get only the scores outside the scout.
+            sel0, sel1 = sel0[k0:], sel1[k1:]
+            n_sel = min(sel0.size, sel1.size)
             strategy = "holdout+band"
         else:
-            sel0, ev0, sel1, ev1 = both0[:k0], both0[k0:], both1[:k1], both1[k1:]
+            ev0, ev1 = np.concatenate([sel0[k0:], ev0]), np.concatenate([sel1[k1:], ev1])
+            sel0, sel1 = sel0[:k0], sel1[:k1]
             n_sel, n_eval = min(k0, k1), min(ev0.size, ev1.size)
             strategy = "scouted"
-    grid = ScoreGrid.from_values(np.concatenate([s0, s1]))
+    grid = ScoreGrid.from_values(np.concatenate([sel0, ev0, sel1, ev1]))
     pair = NeighbouringPair(np.zeros(0), np.zeros(1), "add_remove", "scores given by the user")
     metadata = {
         "_pair": pair,

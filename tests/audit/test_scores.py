@@ -126,11 +126,32 @@ def test_the_default_tests_a_few_valued_scouts_thresholds_on_the_other_scores(la
     assert not np.array_equal(again.fixed_counts, result.fixed_counts)
 
 
+def test_when_the_scout_sends_the_audit_to_the_holdout_nothing_reads_the_scout():
+    # The path depends on the scout, so its scores must not reach the bounds: replacing them by
+    # other non-repeating scores leaves every number of the audit as it was.
+    s0, s1 = _draw("gaussian", 1000, np.random.default_rng(3))
+    result = audit_scores(s0, s1, seed=5)
+    rng = np.random.default_rng(np.random.SeedSequence(5))
+    order0, order1 = rng.permutation(1000), rng.permutation(1000)
+    moved0, moved1 = s0.copy(), s1.copy()
+    moved0[order0[:100]] = np.linspace(-7.0, -6.0, 100)
+    moved1[order1[:100]] = np.linspace(6.0, 7.0, 100)
+    again = audit_scores(moved0, moved1, seed=5)
+    assert again.metadata["threshold_choice"] == "holdout+band"
+    for delta in (0.0, 1e-5, 0.1):
+        assert again.epsilon_lower_bound(delta) == result.epsilon_lower_bound(delta)
+    assert again.mu_lower_bound() == result.mu_lower_bound()
+    assert audit_scores(s0, s1, seed=5, strategy="holdout+band").mu_lower_bound() != (
+        audit_scores(moved0, moved1, seed=5, strategy="holdout+band").mu_lower_bound()
+    )
+
+
 def test_continuous_scores_are_not_scouted_and_the_split_is_the_holdouts():
     s0, s1 = _draw("gaussian", 1000, np.random.default_rng(2))
     result = audit_scores(s0, s1, seed=4)
     assert result.metadata["threshold_choice"] == "holdout+band"
-    assert result.trials == 500 and result.selection_trials == 500
+    # The scout (100 of the 500 selection scores) decided the path, so it is left out.
+    assert result.trials == 500 and result.selection_trials == 400
     assert scouted_thresholds(np.zeros(3), np.ones(3)) is not None
     assert scouted_thresholds(np.arange(10.0), np.arange(10.0) + 0.5) is None  # no repeats
     assert scouted_thresholds(np.zeros(5), np.zeros(5)) is None  # a single value
