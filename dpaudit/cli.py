@@ -337,8 +337,8 @@ def _check_outputs(args: argparse.Namespace) -> None:
     csv = getattr(args, "csv", None)
     if csv is not None:
         if csv.is_dir() or not csv.parent.is_dir():
-            raise ValueError(f"--csv {csv}: not a file in an existing directory")
-        check_writable_directory(f"--csv {csv}: directory", csv.parent)
+            raise ValueError(f"-o/--csv {csv}: not a file in an existing directory")
+        check_writable_directory(f"-o/--csv {csv}: directory", csv.parent)
     output, store = getattr(args, "output", None), getattr(args, "store", None)
     if output is not None:
         reports.writer.check_output_directory(output, name="-o")

@@ -604,7 +604,7 @@ def test_bench_flawed_csv_is_checked_before_the_benchmark_runs(
     Path("spec.toml").write_text("mine")
     code, _, err = run_cli(capsys, "bench-flawed", "--csv", csv)
     assert code == EXIT_USER_ERROR
-    assert err.count("\n") == 1 and err.startswith(f"dpaudit: error: --csv {csv}: "), err
+    assert err.count("\n") == 1 and err.startswith(f"dpaudit: error: -o/--csv {csv}: "), err
 
 
 def test_sigterm_stops_like_an_interrupt_and_leaves_nothing_half_written(tmp_path):

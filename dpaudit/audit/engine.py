@@ -976,8 +976,14 @@ def audit_mechanism(
             n_jobs,
         )
         before = sum(budget.values()) * (per_trial or 0.0)
-        if progress and before >= PRE_CHECK_SECONDS:
-            # The bar starts after the fit and the pilot: say why nothing moves until then.
+        shown = (
+            progress
+            if progress is not None
+            else selection_trials + trials >= _AUTO_PROGRESS_TRIALS and sys.stderr.isatty()
+        )
+        if shown and before >= PRE_CHECK_SECONDS:
+            # The bar (when it is shown) starts after the fit and the pilot: say why nothing
+            # moves until then.
             print(
                 f"{getattr(mechanism, 'name', type(mechanism).__name__)[:40]}: "
                 f"{sum(budget.values()):,} trials per dataset to fit the attack and fix the "

@@ -220,7 +220,7 @@ class AuditResult:
         """Choose a threshold by the strategy and read the evaluation counts there.
 
         ``objective(alpha_upper, beta_upper) -> array`` (larger is better); the choice itself is
-        :func:`~dpaudit.audit.strategies.choose_threshold` (``"fixed"``: the best of the user's
+        :func:`~dpaudit.audit.strategies.choose_threshold` (``"fixed"``: the best of the fixed
         thresholds, ``gamma/(2K)`` per bound).
         """
         ev = self.tradeoff

@@ -12,7 +12,8 @@ level (docs/theory.md#empirical). Every audit names one of three strategies:
 - ``"bonferroni"``: a candidate set of ``K`` thresholds is fixed from the selection sample (rates
   log-spaced from ``1/N_selection`` to ``1/2`` on both sides, :func:`bonferroni_candidates`), and
   the best candidate is taken on the evaluation counts with ``gamma/(2K)`` per bound.
-- ``"fixed"``: thresholds given in advance by the user (``threshold=``); with ``K`` of them,
+- ``"fixed"``: thresholds fixed before the evaluation trials, by the user (``threshold=``) or
+  by the scout of an audit of given scores (:mod:`dpaudit.audit.scores`); with ``K`` of them,
   ``gamma/(2K)`` per bound. The test is "D_prime iff score > t".
 - ``"holdout+band"``: the holdout at ``(1 - BAND_SHARE) gamma``, and a band over the selection
   and evaluation trials pooled at ``BAND_SHARE gamma`` (:func:`band_upper`: simultaneous over all
@@ -74,7 +75,8 @@ Proofs, each conditional on the selection sample (independent of the evaluation 
   Theorem 2.4; Dong, Roth and Su 2022, Definition 2.1 for ``mu``).
 - bonferroni: ``K`` thresholds are fixed; ``2K`` Clopper-Pearson bounds at ``gamma/(2K)`` each hold
   together with probability at least ``1 - gamma``, so the best of them is valid.
-- fixed: as bonferroni, with the user's ``K`` thresholds fixed before any trial.
+- fixed: as bonferroni, with ``K`` thresholds fixed before the evaluation trials were drawn (or
+  independently of them).
 - holdout+band: the holdout's bounds fail with probability at most ``(1 - BAND_SHARE) gamma``
   (as above, at that level) and the band's with at most ``BAND_SHARE gamma`` (its proof is in
   :func:`band_upper`; selection and evaluation trials are independent draws of the same laws,
@@ -387,7 +389,7 @@ def choose_threshold(
     selection, evaluation:
         ``(fp, fn, n_d, n_d_prime)``: false positives and false negatives at every candidate
         threshold and the trials per dataset, of the selection and of the evaluation sample. For
-        ``"fixed"`` the evaluation counts are those at the user's thresholds and ``selection`` is
+        ``"fixed"`` the evaluation counts are those at the fixed thresholds and ``selection`` is
         not used (it may be ``None``). ``"holdout+band"`` needs both samples on the same
         thresholds.
     gamma:

@@ -311,12 +311,19 @@ class Battery:
         violated = {
             (r["function"], r["relation"]) for r in self.table if r["verdict"] == "violated"
         }
-        ran: dict[str, tuple[Function, list[str]]] = {}
-        for row, r in zip(self.plan.rows, self.table, strict=True):
-            if r["verdict"] in ("violated", "consistent"):
-                entry = ran.setdefault(row.function.name, (row.function, []))
-                if row.relation not in entry[1]:
-                    entry[1].append(row.relation)
+        # Every relation planned for a function counts, also one whose rows all raised: a
+        # function is refuted under every relation only if each was audited and refuted.
+        planned: dict[str, tuple[Function, list[str]]] = {}
+        for row in self.plan.rows:
+            entry = planned.setdefault(row.function.name, (row.function, []))
+            if row.relation not in entry[1]:
+                entry[1].append(row.relation)
+        audited = {
+            row.function.name
+            for row, r in zip(self.plan.rows, self.table, strict=True)
+            if r["verdict"] in ("violated", "consistent")
+        }
+        ran = {name: entry for name, entry in planned.items() if name in audited}
         out: list[tuple[str, str]] = []
         silent: dict[str, list[str]] = {}
         for name, (function, relations) in ran.items():
@@ -335,8 +342,8 @@ class Battery:
             }
             refuted = all(culprits.values())
             claim = (
-                f"{library}: its {len(silent)} functions silent about their relation, under one "
-                "common relation"
+                f"{library}: {len(silent)} functions silent about their relation and not refuted "
+                "on their own, under one common relation"
             )
             if refuted:
                 claim += (

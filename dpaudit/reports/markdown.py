@@ -36,7 +36,9 @@ def _inline(text: Any) -> str:
 
 
 def markdown_cell(text: Any) -> str:
-    """A table cell: escaped as :func:`_inline` (which also escapes the pipes of a table)."""
+    """User text as one line of Markdown, for a table cell or running text: line breaks become
+    spaces, ``&``, ``<`` and ``>`` HTML entities, and characters that start Markdown markup
+    (table pipes included) are escaped with a backslash."""
     return _inline(text)
 
 

@@ -155,9 +155,10 @@ def _remove_abandoned(parent: Path) -> None:
         if _abandoned(entry, match["host"], int(match["pid"])):
             target = parent / match["name"]
             if match["kind"] == "old" and not os.path.lexists(target):
+                # The only copy of an earlier report: put back, or else left where it is.
                 with suppress(OSError):
                     os.replace(entry, target)
-                    continue
+                continue
             shutil.rmtree(entry, ignore_errors=True)
 
 

@@ -103,7 +103,7 @@ def test_a_silent_function_is_refuted_under_every_relation_or_with_the_others():
     claims = dict(both.findings())
     assert claims["two: a under one of add_remove, replace_one"] == "consistent"
     assert claims["two: b under one of add_remove, replace_one"] == "consistent"
-    joint = [c for c in claims if c.startswith("two: its 2 functions silent about their rel")]
+    joint = [c for c in claims if c.startswith("two: 2 functions silent about their relation")]
     assert claims[joint[0]] == "violated" and both.refuted
     assert "under add_remove: b refuted; under replace_one: a refuted" in joint[0]
     stated = Function("s", a.release, a.claims, _pairs, stated=True)
