@@ -127,7 +127,10 @@ class AuditResult:
     ``"fixed"``): false positives ``#{s > t}`` under ``D`` and false negatives ``#{s <= t}`` under
     ``D_prime`` at each given threshold. ``mechanism``, ``pair`` and ``attack`` are the objects
     audited (``mechanism`` and ``attack`` are ``None`` after loading from JSON; their names and
-    parameters stay in ``metadata``).
+    parameters stay in ``metadata``). ``gamma_share`` is the share of ``1 - confidence`` that this
+    result's bounds spend, less than 1 when the procedure that made it spends the rest on a test
+    it did not report (:func:`dpaudit.audit.scores.audit_scores`' scout); every bound is read at
+    :attr:`gamma`.
     """
 
     mechanism: Any
@@ -149,6 +152,7 @@ class AuditResult:
     fixed_thresholds: np.ndarray | None = None
     fixed_counts: np.ndarray | None = None
     chunk_size: int = 0
+    gamma_share: float = 1.0
     metadata: dict[str, Any] = field(default_factory=dict)
 
     @staticmethod
@@ -173,8 +177,8 @@ class AuditResult:
 
     @property
     def gamma(self) -> float:
-        """``1 - confidence``."""
-        return 1.0 - self.confidence
+        """The error probability this result's bounds spend: ``(1 - confidence) * gamma_share``."""
+        return (1.0 - self.confidence) * self.gamma_share
 
     def _curve(self, counts: np.ndarray, label: str) -> EmpiricalTradeoff:
         return EmpiricalTradeoff(
@@ -401,7 +405,7 @@ class AuditResult:
         asked = list(dict.fromkeys(check_probability("delta", d, high_open=True) for d in deltas))
         tests = len(asked) + 1 + (claim is not None)
         gamma_each = self.gamma / tests
-        member = replace(self, confidence=1.0 - gamma_each)
+        member = replace(self, confidence=1.0 - gamma_each, gamma_share=1.0)
         eps_witnesses = {_float_key(d): member.epsilon_witness(d) for d in asked}
         mu_witness = member.mu_witness()
         out: dict[str, Any] = {
@@ -549,6 +553,7 @@ class AuditResult:
             "strategy": self.strategy,
             "elapsed_seconds": self.elapsed_seconds,
             "chunk_size": self.chunk_size,
+            "gamma_share": self.gamma_share,
             **self.metadata,
             "grid": self.grid.to_dict(),
             "counts": {"d": self.counts[0].tolist(), "d_prime": self.counts[1].tolist()},
@@ -619,6 +624,7 @@ class AuditResult:
             fixed_thresholds=fixed_t,
             fixed_counts=fixed_c,
             chunk_size=int(data["chunk_size"]),
+            gamma_share=float(data.get("gamma_share", 1.0)),
             metadata=metadata,
         )
 

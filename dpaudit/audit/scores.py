@@ -7,28 +7,32 @@ value: such samples are small), and each side is split at random (seeded) into a
 and an evaluation part.
 
 The default first looks at a *scout*: the first ``SCOUT_FRACTION`` of each side in the random
-order of the split (at most :data:`SCOUT_MOST` scores, a prefix of the selection part). What
-the audit does next depends on the scout, so every bound is then read from the other scores
-only, which are independent of it: each path is valid given the scout, and so the audit.
+order of the split (at most :data:`SCOUT_MOST` scores, a prefix of the selection part).
 
 - *Few values* (``metadata["threshold_choice"] == "scouted"``). When the scout's pooled scores
   repeat (at most :data:`FEW_VALUES` distinct values, and at most half as many as scores), the
   thresholds between its values are fixed and all the other scores test them, the best of the
-  ``K`` at ``gamma/(2K)`` per error. A randomized-response or other discrete score law is thus
-  tested on nine tenths of its scores at a handful of thresholds.
-- *Otherwise* ``"holdout+band"`` (:mod:`dpaudit.audit.strategies`) on the scores outside the
-  scout: it spends the confidence on two tests and reports the better, the holdout, whose
-  selection part chooses one or two thresholds among the selection's own scores for the
-  evaluation part to test (``(1 - BAND_SHARE) gamma``), and a band over the scores of both parts
-  that holds at every threshold at once (``BAND_SHARE gamma``), so that its best threshold needs
-  no correction. The band uses every score it is given, which is what small samples need; the
-  holdout pays only for one or two thresholds, which is what large ones can afford. A grid of
-  both samples' values has edges at evaluation scores; the strategies that choose a threshold
-  choose among the selection's scores only (the band, being simultaneous, may read any).
+  ``K`` at ``(1 - BAND_SHARE) gamma / (2K)`` per error (``gamma_share = 1 - BAND_SHARE``). A
+  randomized-response or other discrete score law is thus tested on nine tenths of its scores
+  at a handful of thresholds.
+- *Otherwise* ``"holdout+band"`` (:mod:`dpaudit.audit.strategies`) on the split: it spends the
+  confidence on two tests and reports the better, the holdout, whose selection part chooses one
+  or two thresholds among the selection's own scores for the evaluation part to test
+  (``(1 - BAND_SHARE) gamma``), and a band over *all* scores of both parts that holds at every
+  threshold at once (``BAND_SHARE gamma``), so that its best threshold needs no correction. The
+  band uses every score, which is what small samples need; the holdout pays only for one or two
+  thresholds, which is what large ones can afford. A grid of both samples' values has edges at
+  evaluation scores; the strategies that choose a threshold choose among the selection's scores
+  only (the band, being simultaneous, may read any).
 
-Samples too small for a scout (fewer than 2 scores per side, leaving 2 of the selection part)
-go straight to ``"holdout+band"`` on all their scores. The rules depend on nothing but their
-constants and the scout.
+Valid at ``1 - gamma`` whichever path runs: the band's failure is an event of all the scores,
+whatever the scout shows, of probability at most ``BAND_SHARE gamma``; the holdout's evaluation
+part and the scouted path's tested scores lie outside the scout, so given the scout each fails
+with probability at most ``(1 - BAND_SHARE) gamma``. A union bound over the band and the path
+taken gives ``gamma``. (The band cannot be left out of the scouted path's account: it reads the
+scout, whose law the choice of path changes.) Samples too small for a scout (fewer than 2
+scores per side, leaving 2 of the selection part) go straight to ``"holdout+band"``. The rules
+depend on nothing but their constants and the scout.
 
 ``thresholds=`` declares thresholds fixed before the scores were seen (a label-only attack's
 0/1 scores: ``[0.5]``): then every score evaluates and the best of the ``K`` is read at
@@ -44,6 +48,7 @@ shows as such.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 
@@ -53,6 +58,7 @@ from dpaudit._core.provenance import versions
 from dpaudit._core.validation import check_choice, check_probability
 from dpaudit.audit.grid import ScoreGrid
 from dpaudit.audit.result import AuditResult
+from dpaudit.audit.strategies import BAND_SHARE
 from dpaudit.mechanisms.base import NeighbouringPair
 
 __all__ = [
@@ -261,17 +267,13 @@ def audit_scores(
         else:
             k0 = k1 = 0
         if scouted is None:
-            # Which path runs depends on the scout: the holdout and its band, which reads every
-            # score it is given, get only the scores outside the scout.
-            sel0, sel1 = sel0[k0:], sel1[k1:]
-            n_sel = min(sel0.size, sel1.size)
             strategy = "holdout+band"
         else:
             ev0, ev1 = np.concatenate([sel0[k0:], ev0]), np.concatenate([sel1[k1:], ev1])
             sel0, sel1 = sel0[:k0], sel1[:k1]
             n_sel, n_eval = min(k0, k1), min(ev0.size, ev1.size)
             strategy = "scouted"
-    grid = ScoreGrid.from_values(np.concatenate([sel0, ev0, sel1, ev1]))
+    grid = ScoreGrid.from_values(np.concatenate([s0, s1]))
     pair = NeighbouringPair(np.zeros(0), np.zeros(1), "add_remove", "scores given by the user")
     metadata = {
         "_pair": pair,
@@ -308,5 +310,8 @@ def audit_scores(
         metadata,
         fixed,
     )
+    if scouted is not None:
+        # The other path's band would have spent BAND_SHARE gamma (see the module docstring).
+        result = dataclasses.replace(result, gamma_share=1.0 - BAND_SHARE)
     result.metadata["threshold_choice"] = strategy
     return result

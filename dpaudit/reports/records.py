@@ -292,7 +292,9 @@ def build_record(
     if claim is None and mechanism is not None and "claim" in mechanism.theory_methods:
         claim = mechanism.tradeoff("claim")
     family = result.verdict(claim, deltas)
-    member = dataclasses.replace(result, confidence=family["family"]["confidence_per_test"])
+    member = dataclasses.replace(
+        result, confidence=family["family"]["confidence_per_test"], gamma_share=1.0
+    )
     lower_bounds = family["epsilon_lower_bounds"]
     witnesses = family["epsilon_witnesses"]
     violation = family["witness"]

@@ -113,7 +113,16 @@ def test_the_default_tests_a_few_valued_scouts_thresholds_on_the_other_scores(la
     k = result.fixed_thresholds.size
     assert 1 <= k <= FEW_VALUES
     witness = result.epsilon_witness(1e-5)
-    assert witness["gamma_per_bound"] == pytest.approx(0.05 / (2 * k))
+    # The path not taken would have run a band at BAND_SHARE gamma: the scouted bounds spend
+    # the rest (module docstring of dpaudit.audit.scores).
+    assert result.gamma_share == 0.75
+    assert witness["gamma_per_bound"] == pytest.approx(0.75 * 0.05 / (2 * k))
+    family = result.verdict(None, deltas=(1e-5,))["family"]
+    assert family["gamma_per_test"] == pytest.approx(0.75 * 0.05 / 2)  # spent once, not twice
+    loaded = type(result).from_dict(result.to_dict())
+    assert loaded.gamma_share == 0.75 and loaded.epsilon_lower_bound(1e-5) == (
+        result.epsilon_lower_bound(1e-5)
+    )
     rng = np.random.default_rng(np.random.SeedSequence(4))
     scout0 = s0[rng.permutation(1000)][:100]
     scout1 = s1[rng.permutation(1000)][:100]
@@ -126,32 +135,29 @@ def test_the_default_tests_a_few_valued_scouts_thresholds_on_the_other_scores(la
     assert not np.array_equal(again.fixed_counts, result.fixed_counts)
 
 
-def test_when_the_scout_sends_the_audit_to_the_holdout_nothing_reads_the_scout():
-    # The path depends on the scout, so its scores must not reach the bounds: replacing them by
-    # other non-repeating scores leaves every number of the audit as it was.
-    s0, s1 = _draw("gaussian", 1000, np.random.default_rng(3))
-    result = audit_scores(s0, s1, seed=5)
-    rng = np.random.default_rng(np.random.SeedSequence(5))
-    order0, order1 = rng.permutation(1000), rng.permutation(1000)
-    moved0, moved1 = s0.copy(), s1.copy()
-    moved0[order0[:100]] = np.linspace(-7.0, -6.0, 100)
-    moved1[order1[:100]] = np.linspace(6.0, 7.0, 100)
-    again = audit_scores(moved0, moved1, seed=5)
-    assert again.metadata["threshold_choice"] == "holdout+band"
+def test_without_few_values_the_default_is_the_holdout_and_band_on_the_same_split():
+    # Continuous scores: the scout only decides, and the audit is holdout+band, bit for bit.
+    s0, s1 = _draw("laplace", 300, np.random.default_rng(3))
+    auto = audit_scores(s0, s1, seed=5)
+    explicit = audit_scores(s0, s1, seed=5, strategy="holdout+band")
+    assert auto.metadata["threshold_choice"] == "holdout+band" and auto.gamma_share == 1.0
     for delta in (0.0, 1e-5, 0.1):
-        assert again.epsilon_lower_bound(delta) == result.epsilon_lower_bound(delta)
-    assert again.mu_lower_bound() == result.mu_lower_bound()
-    assert audit_scores(s0, s1, seed=5, strategy="holdout+band").mu_lower_bound() != (
-        audit_scores(moved0, moved1, seed=5, strategy="holdout+band").mu_lower_bound()
-    )
+        assert auto.epsilon_lower_bound(delta) == explicit.epsilon_lower_bound(delta)
+    assert auto.mu_lower_bound() == explicit.mu_lower_bound()
+
+
+def test_the_scout_stays_inside_the_selection_part_whatever_the_fraction():
+    s0, s1 = _draw("randomized_response", 100, np.random.default_rng(1))
+    result = audit_scores(s0, s1, seed=2, selection_fraction=0.05)  # 5 selection scores a side
+    assert result.metadata["threshold_choice"] == "scouted"
+    assert result.selection_trials == 3 and result.trials == 97
 
 
 def test_continuous_scores_are_not_scouted_and_the_split_is_the_holdouts():
     s0, s1 = _draw("gaussian", 1000, np.random.default_rng(2))
     result = audit_scores(s0, s1, seed=4)
     assert result.metadata["threshold_choice"] == "holdout+band"
-    # The scout (100 of the 500 selection scores) decided the path, so it is left out.
-    assert result.trials == 500 and result.selection_trials == 400
+    assert result.trials == 500 and result.selection_trials == 500
     assert scouted_thresholds(np.zeros(3), np.ones(3)) is not None
     assert scouted_thresholds(np.arange(10.0), np.arange(10.0) + 0.5) is None  # no repeats
     assert scouted_thresholds(np.zeros(5), np.zeros(5)) is None  # a single value
