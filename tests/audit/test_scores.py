@@ -263,8 +263,9 @@ def test_default_eps_coverage_and_its_point_estimate_twin(law, n):
     exceedances (P[Binomial(200, 0.05) > 15] = 0.04 is the false-failure probability at a true
     rate of 5%, far less at the conservative rates these bounds have). Twin: the same witness
     read at its point estimates (alpha, beta) instead of its upper bounds exceeds the truth far
-    more often for the two laws whose bound is tight enough (Laplace and randomized response
-    from n = 1000 on, where the best threshold's ratio is the truth itself)."""
+    more often for the three laws whose bound is tight enough (Laplace, randomized response and
+    the clipped geometric, where the best threshold's ratio is the truth itself: 114 to 141 of
+    200 seeds)."""
     truth = _true_eps(law)
     bounds, points, mus = [], [], []
     for seed in range(200):
@@ -277,5 +278,5 @@ def test_default_eps_coverage_and_its_point_estimate_twin(law, n):
             mus.append(result.mu_lower_bound())
     assert sum(b > truth + 1e-9 for b in bounds) <= 15
     assert sum(m > 1.0 + 1e-9 for m in mus) <= 15
-    if law in ("laplace", "randomized_response") and n >= 1000:
+    if law in ("laplace", "randomized_response", "geometric"):
         assert sum(p > truth + 1e-9 for p in points) > 15
