@@ -45,7 +45,6 @@ import hashlib
 import io
 import json
 import math
-import os
 import re
 import signal
 import sys
@@ -57,6 +56,7 @@ from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
 from dpaudit import reports, scores_command, specs
+from dpaudit._core.files import write_atomic
 from dpaudit._core.validation import check_n_jobs, check_writable_directory
 from dpaudit.audit import backends
 from dpaudit.audit.device import check_support
@@ -657,12 +657,8 @@ def _cmd_bench_flawed(args: argparse.Namespace) -> Verdicts:
     if not args.quiet:
         print(format_benchmark(frame))
     if args.csv is not None:
-        written = args.csv.with_name(f".{args.csv.name}.{os.getpid()}.tmp")
-        try:
-            frame.to_csv(written, index=False)
-            os.replace(written, args.csv)
-        finally:
-            written.unlink(missing_ok=True)
+        table = frame.to_csv(index=False).encode("utf-8")
+        write_atomic(args.csv, lambda handle: handle.write(table))
     # A flawed mechanism left unflagged is a miss of the attack (its power), not a verdict.
     return [
         (

@@ -15,9 +15,10 @@ Layout of a store directory::
     selection-000000000000.npz    one file per finished batch: <stream>-<first chunk>.npz
     evaluation-000000000064.npz
 
-Every file is written atomically: to a temporary file in the same directory, flushed and
-``fsync``-ed, then renamed over its final name with :func:`os.replace` (and the directory is
-``fsync``-ed), so a file either exists complete or not at all. The manifest holds a fingerprint of
+Every file is written atomically (:func:`dpaudit._core.files.write_atomic`): to a temporary
+file in the same directory, flushed and ``fsync``-ed, then renamed over its final name with
+:func:`os.replace` (and the directory is ``fsync``-ed), so a file either exists complete or not
+at all. The manifest holds a fingerprint of
 everything the sums depend on (mechanism, pair, attack, seed, trial counts, chunking, score grid,
 dpaudit and numpy versions); a directory whose manifest differs is refused with a message naming
 the fields that differ, so batches of different audits are never mixed. Nothing is pickled.
@@ -36,7 +37,6 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 import warnings
 import zipfile
 from collections.abc import Mapping
@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+from dpaudit._core.files import write_atomic
 from dpaudit._core.jsonvalues import to_json_value
 from dpaudit._core.validation import check_writable_directory
 
@@ -71,16 +72,6 @@ def fingerprint_digest(fingerprint: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _fsync_directory(directory: Path) -> None:
-    # Makes a rename durable; not every platform can open a directory (Windows cannot).
-    with contextlib.suppress(OSError):
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
 def _checksum(key: str, arrays: Mapping[str, np.ndarray]) -> str:
     """SHA-256, keyed by ``key``, of the names, dtypes, shapes and bytes of ``arrays``."""
     digest = hashlib.sha256(key.encode("utf-8"))
@@ -89,22 +80,6 @@ def _checksum(key: str, arrays: Mapping[str, np.ndarray]) -> str:
         digest.update(f"{name}:{value.dtype.str}:{value.shape}".encode())
         digest.update(value.tobytes())
     return digest.hexdigest()
-
-
-def _write_atomic(path: Path, write: Any) -> None:
-    """Write through ``write(file)`` into a temporary file, fsync, then rename onto ``path``."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            write(handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    _fsync_directory(path.parent)
 
 
 class ChunkStore:
@@ -147,7 +122,7 @@ class ChunkStore:
                 )
             document = {"format": STORE_FORMAT, "digest": self.digest, **self.fingerprint}
             text = json.dumps(document, indent=1, sort_keys=True).encode("utf-8")
-            _write_atomic(manifest, lambda handle: handle.write(text))
+            write_atomic(manifest, lambda handle: handle.write(text))
         self._remove_temporary_files()
 
     def _check_manifest(self, manifest: Path) -> None:
@@ -237,7 +212,7 @@ class ChunkStore:
         if unknown:
             raise ValueError(f"arrays must be among {_ARRAYS}, got {sorted(unknown)}")
         present[_CHECKSUM] = np.array(_checksum(self.digest, present))
-        _write_atomic(path, lambda handle: np.savez(handle, **present))
+        write_atomic(path, lambda handle: np.savez(handle, **present))
 
     def load(self, stream: str, first: int) -> dict[str, np.ndarray | None] | None:
         """The stored sums of a batch (``None`` for arrays not stored), or ``None`` if absent
@@ -252,7 +227,7 @@ class ChunkStore:
         path = self._path(stream, chunk)
         values = np.asarray(scores, dtype=float)
         check = np.array(_checksum(self.digest, {"scores": values}))
-        _write_atomic(path, lambda handle: np.savez(handle, scores=values, **{_CHECKSUM: check}))
+        write_atomic(path, lambda handle: np.savez(handle, scores=values, **{_CHECKSUM: check}))
 
     def load_scores(self, stream: str, chunk: int, shape: tuple[int, ...]) -> np.ndarray | None:
         """The stored scores of a chunk, or ``None`` if absent, damaged or not of ``shape``
