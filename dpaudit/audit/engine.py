@@ -713,24 +713,31 @@ def _fix_grid(
     return dataclasses.replace(job, grid=ScoreGrid.from_scores(pilot, bins=bins)), int(n_jobs)
 
 
+def _shows_progress(progress: bool | None, total: int) -> bool:
+    """Whether the run shows progress on stderr: as told, or, with ``None``, for runs of
+    :data:`_AUTO_PROGRESS_TRIALS` trials or more when stderr is a terminal."""
+    if progress is None:
+        return total >= _AUTO_PROGRESS_TRIALS and sys.stderr.isatty()
+    return progress
+
+
+def _progress_name(mechanism: Any) -> str:
+    """The mechanism as progress output names it (at most 40 characters)."""
+    return getattr(mechanism, "name", type(mechanism).__name__)[:40]
+
+
 def _progress_bar(progress: bool | None, total: int, mechanism: Any) -> tqdm:
-    """The progress bar on stderr; ``None`` shows it for long runs when stderr is a terminal."""
+    """The progress bar on stderr (:func:`_shows_progress`)."""
     from tqdm import tqdm
 
-    if progress is None:
-        # Long runs: shown when stderr is a terminal (tqdm's own check).
-        disable = None if total >= _AUTO_PROGRESS_TRIALS else True
-    else:
-        disable = not progress
     # The bar counts the selection trials too, and says so.
     return tqdm(
         total=total,
         unit="trial",
         unit_scale=True,
         file=sys.stderr,
-        disable=disable,
-        desc=f"{getattr(mechanism, 'name', type(mechanism).__name__)[:40]} "
-        "(selection + evaluation trials per dataset)",
+        disable=not _shows_progress(progress, total),
+        desc=f"{_progress_name(mechanism)} (selection + evaluation trials per dataset)",
     )
 
 
@@ -976,18 +983,11 @@ def audit_mechanism(
             n_jobs,
         )
         before = sum(budget.values()) * (per_trial or 0.0)
-        shown = (
-            progress
-            if progress is not None
-            else selection_trials + trials >= _AUTO_PROGRESS_TRIALS and sys.stderr.isatty()
-        )
-        if shown and before >= PRE_CHECK_SECONDS:
-            # The bar (when it is shown) starts after the fit and the pilot: say why nothing
-            # moves until then.
+        if _shows_progress(progress, selection_trials + trials) and before >= PRE_CHECK_SECONDS:
+            # The bar starts after the fit and the pilot: say why nothing moves until then.
             print(
-                f"{getattr(mechanism, 'name', type(mechanism).__name__)[:40]}: "
-                f"{sum(budget.values()):,} trials per dataset to fit the attack and fix the "
-                f"grid first (about {before:.0f} s)",
+                f"{_progress_name(mechanism)}: {sum(budget.values()):,} trials per dataset to "
+                f"fit the attack and fix the grid first (about {before:.0f} s)",
                 file=sys.stderr,
                 flush=True,
             )
