@@ -48,7 +48,6 @@ shows as such.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Sequence
 
@@ -165,6 +164,7 @@ def _result(
     started: float,
     metadata: dict,
     fixed: tuple[np.ndarray, np.ndarray] | None = None,
+    gamma_share: float = 1.0,
 ) -> AuditResult:
     return AuditResult(
         mechanism=None,
@@ -184,6 +184,7 @@ def _result(
         selection_counts=selection,
         fixed_thresholds=None if fixed is None else fixed[0],
         fixed_counts=None if fixed is None else fixed[1],
+        gamma_share=gamma_share,
         metadata={k: v for k, v in metadata.items() if k != "_pair"},
     )
 
@@ -309,9 +310,8 @@ def audit_scores(
         started,
         metadata,
         fixed,
-    )
-    if scouted is not None:
         # The other path's band would have spent BAND_SHARE gamma (see the module docstring).
-        result = dataclasses.replace(result, gamma_share=1.0 - BAND_SHARE)
+        gamma_share=1.0 if scouted is None else 1.0 - BAND_SHARE,
+    )
     result.metadata["threshold_choice"] = strategy
     return result

@@ -335,11 +335,9 @@ class Battery:
             out.append((claim, "violated" if refuted else "consistent"))
             if not function.stated and not refuted:
                 silent[name] = relations
-        relations = sorted({rel for rels in silent.values() for rel in rels})
-        if len(silent) > 1 and len(relations) > 1:
-            culprits = {
-                rel: [name for name in silent if (name, rel) in violated] for rel in relations
-            }
+        common = sorted({rel for rels in silent.values() for rel in rels})
+        if len(silent) > 1 and len(common) > 1:
+            culprits = {rel: [name for name in silent if (name, rel) in violated] for rel in common}
             refuted = all(culprits.values())
             claim = (
                 f"{library}: {len(silent)} functions silent about their relation and not refuted "
