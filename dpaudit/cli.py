@@ -516,6 +516,7 @@ def _cmd_suite(args: argparse.Namespace) -> Verdicts:
 def _cmd_library(args: argparse.Namespace) -> Verdicts:
     from dpaudit import libraries
 
+    check_n_jobs("--n-jobs", args.n_jobs)  # before the library is imported and planned
     plan = libraries.plan_battery(
         args.name,
         trials=args.trials,

@@ -528,6 +528,17 @@ def test_help_says_what_o_receives_and_every_writing_command_takes_q(
     assert "-q, --quiet" in text
 
 
+def test_library_n_jobs_is_checked_first_and_named_as_the_option(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _no_work(monkeypatch)
+    code, _, err = run_cli(
+        capsys, "library", "diffprivlib", "-o", str(tmp_path / "r"), "--n-jobs", "0"
+    )
+    assert code == EXIT_USER_ERROR and err.count("\n") == 1
+    assert err.startswith("dpaudit: error: --n-jobs must be a non-zero integer"), err
+
+
 def test_bounds_format_has_help(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["bounds", "--help"])
