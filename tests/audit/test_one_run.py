@@ -210,6 +210,29 @@ def test_algorithm3_term_by_term():
             ] == _algorithm3_scalar(m, k, c, g, tau)
 
 
+def test_boundaries_match_the_scalar_algorithm3():
+    """The bounds themselves, not only yes/no answers at a few points, against the scalar loop:
+    ``fdp_mu`` and ``fdp_epsilon`` are rejected by it 0.1% below and not 0.1% above, on the
+    settings of the term-by-term test. A changed update step (e.g. ``(i + 1) / (k - i)`` for
+    ``i / (k - i)``) moves the boundary by more than that in every case. Deterministic."""
+    from scipy.stats import norm
+
+    cases = [(200, 40, 36, 0.05), (500, 100, 80, 0.01), (1000, 60, 60, 0.2), (50, 10, 7, 0.5)]
+    delta = 1e-3
+    for m, k, c, tau in cases:
+        mu = fdp_mu(m, k, c, tau)
+        eps = fdp_epsilon(m, k, c, delta, tau)
+        assert mu > 0 and eps > 0
+        for scale, rejected in ((0.999, True), (1.001, False)):
+            gdp = lambda a, v=mu * scale: float(norm.cdf(norm.ppf(1 - a) - v))  # noqa: E731
+            assert bool(_algorithm3_scalar(m, k, c, gdp, tau)) is rejected, (m, k, c, tau, scale)
+            e = eps * scale
+            dp = lambda a, e=e: max(  # noqa: E731
+                0.0, 1 - delta - np.exp(e) * a, np.exp(-e) * (1 - delta - a)
+            )
+            assert bool(_algorithm3_scalar(m, k, c, dp, tau)) is rejected, (m, k, c, tau, scale)
+
+
 def test_fdp_epsilon_is_the_boundary_of_the_rejected_curves():
     """``fdp_epsilon`` is the largest eps rejected by Algorithm 3 over the (eps, delta) curves:
     rejected just below, not just above; and the same boundary as the general test of
@@ -543,6 +566,7 @@ _SIZES_CASES = [
     ("randomized_response", "steinke", None),
     ("subsampled_gaussian", "fdp", None),
     ("subsampled_gaussian", "steinke", None),
+    ("subsampled_gaussian", "fdp", "dpsgd"),
 ]
 
 
@@ -554,6 +578,7 @@ def test_coverage_at_both_ends_of_the_canary_range(mechanism, method, family, m)
     exceeds the true eps(1e-5) of the mechanism on at most 18 seeds (more has probability below
     1% under Binomial(200, 0.05), the false-failure probability); on the Gaussian (true mu = 1)
     the mu bound too. The GDP family is tested on the Gaussian only, the one mechanism here it
+    describes, and the DP-SGD family on the subsampled Gaussian (rate 0.2, one step), the one it
     describes. The twins of these assertions (the point estimate in place of the bound) are
     test_point_estimate_exceeds_truth and test_coverage_assertion_fails_for_the_point_estimate."""
     from dpaudit.mechanisms import Gaussian
@@ -574,7 +599,8 @@ def test_coverage_at_both_ends_of_the_canary_range(mechanism, method, family, m)
     over = over_mu = 0
     for seed in range(200):
         s, z = runs[mechanism](30_000 + seed)
-        r = audit_one_run(s, z, method=method, family=family)
+        steps = {"sample_rate": 0.2, "steps": 1} if family == "dpsgd" else {}
+        r = audit_one_run(s, z, method=method, family=family, **steps)
         over += r.epsilon_lower_bound() > truths[mechanism]
         if mechanism == "gaussian" and r.mu is not None:
             over_mu += r.mu > 1.0
