@@ -107,6 +107,25 @@ def test_scores_without_information_certify_nothing(method, strategy, sides):
             assert r.mu_lower_bound() <= 0.1
 
 
+def test_a_threshold_chosen_by_its_accuracy_on_the_inclusions_is_not_a_test():
+    """Why the guesses never read the inclusions (docs/theory.md, one-run audits): with scores
+    that carry no information and 1,000 canaries, taking the threshold whose guesses are most
+    accurate against the inclusions and then the binomial test at eps = 0 (errors ~
+    Binomial(m, 1/2)) rejects at 95% in 165 of 400 seeded runs (41%), not 5%. At a true rate of
+    5%, 60 or more rejections of 400 has probability below 1e-3; the rule here exceeds it."""
+    rng = np.random.default_rng(7)
+    m, rejected = 1000, 0
+    for _ in range(400):
+        included = rng.random(m) < 0.5
+        ranked = included[np.argsort(-rng.standard_normal(m))]
+        top = np.arange(m + 1)
+        hits = np.concatenate([[0], np.cumsum(ranked)])
+        correct = hits + (m - ranked.sum()) - (top - hits)
+        rejected += stats.binom.cdf(m - correct.max(), m, 0.5) < 0.05
+    assert stats.binom.sf(59, 400, 0.05) < 1e-3
+    assert 0.3 < rejected / 400 < 0.5
+
+
 def test_tied_scores_are_ordered_by_the_seed_not_by_position():
     """Constant scores, arrays laid out "included first": the order among ties comes from the
     seed, so the correct guesses are Binomial(k, 1/2) and the bound is a valid test. Over 60
