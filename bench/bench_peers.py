@@ -133,18 +133,33 @@ def _header(names: list[str], ratio: dict[str, tuple[str, tuple[str, ...]]]) -> 
     print("|---|" + "---|" * (len(names) + 2 * len(ratio)), flush=True)
 
 
-def _row(cell: str, results: list[dict[str, float]], ratio: dict) -> None:
-    """One table row: the mean of each column; per ratio, ``mine / max(peers)``; and per ratio,
-    the number of seeds where ``mine`` certified nothing while one of ``peers`` did."""
+def _row(cell: str, results: list[dict[str, float]], ratio: dict) -> list[float]:
+    """Print one table row: the mean of each column; per ratio, ``mine / max(peers)``; and per
+    ratio, the number of seeds where ``mine`` certified nothing while one of ``peers`` did.
+    Returns the ratios (NaN where there is none)."""
     mean = {k: float(np.mean([r[k] for r in results])) for k in results[0]}
-    ratios, zeros = [], []
+    values_of_ratios, ratios, zeros = [], [], []
     for mine, peers in ratio.values():
         best = max(mean[p] for p in peers)
-        ratios.append(f"{mean[mine] / best:.3f}" if best > 0 and np.isfinite(mean[mine]) else "-")
+        value = mean[mine] / best if best > 0 and np.isfinite(mean[mine]) else np.nan
+        values_of_ratios.append(value)
+        ratios.append(f"{value:.3f}" if np.isfinite(value) else "-")
         missed = sum(r[mine] <= 0.0 and max(r[p] for p in peers) > 0.0 for r in results)
         zeros.append(str(missed) if np.isfinite(mean[mine]) else "-")
     values = [f"{v:.3f}" if np.isfinite(v) else "-" for v in mean.values()]
     print(f"| {cell} | " + " | ".join(values + ratios + zeros) + " |", flush=True)
+    return values_of_ratios
+
+
+def _summary(ratio: dict, rows: list[list[float]]) -> None:
+    """The mean and the smallest value of each ratio over the table's cells."""
+    table = np.array(rows)
+    parts = [
+        f"{name} mean {np.nanmean(column):.3f}, smallest {np.nanmin(column):.3f}"
+        for name, column in zip(ratio, table.T, strict=True)
+        if np.isfinite(column).any()
+    ]
+    print("\nOver the cells: " + "; ".join(parts), flush=True)
 
 
 def main() -> None:
@@ -181,10 +196,12 @@ def _scores_table(path: str | None, sizes: list[int], seeds: range, pool: Parall
     }
     columns = ["dpaudit", "dpaudit declared", "split", "multisplit", "bonferroni_shipped"]
     _header([*columns, "bonferroni_all"], ratio)
+    rows = []
     for law in LAWS:
         for n in sizes:
             results = pool(delayed(_scores_cell)(path, law, n, seed) for seed in seeds)
-            _row(f"{law} n={n}", results, ratio)
+            rows.append(_row(f"{law} n={n}", results, ratio))
+    _summary(ratio, rows)
 
 
 def _one_run_table(path: str | None, sizes: list[int], seeds: range, pool: Parallel) -> None:
@@ -204,10 +221,12 @@ def _one_run_table(path: str | None, sizes: list[int], seeds: range, pool: Paral
         f"jax {a} {b}" for a in ("steinke", "fdp/gdp") for b in ("split", "bonferroni_shipped")
     ]
     _header(columns, ratio)
+    rows = []
     for m in sizes:
         for mu in (0.5, 1.0, 2.0):
             results = pool(delayed(_one_run_cell)(path, m, mu, seed) for seed in seeds)
-            _row(f"m={m} mu={mu}", results, ratio)
+            rows.append(_row(f"m={m} mu={mu}", results, ratio))
+    _summary(ratio, rows)
 
 
 if __name__ == "__main__":
