@@ -25,7 +25,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dpaudit._core.numbers import format_number
-from dpaudit._core.validation import check_input_file, check_integer, check_probability
+from dpaudit._core.validation import (
+    check_input_file,
+    check_integer,
+    check_probability,
+    real_scores,
+)
 
 if TYPE_CHECKING:  # pandas is imported where a table is built
     import pandas as pd
@@ -101,12 +106,9 @@ def _numeric(series: pd.Series, what: str) -> pd.Series:
 
 
 def _scores(series: pd.Series, name: str, path: Path) -> np.ndarray:
-    numbers = _numeric(series, f"{path}: column {name!r}").to_numpy()
-    if np.iscomplexobj(numbers):
-        if np.any(numbers.imag != 0):
-            raise ValueError(f"{path}: column {name!r} holds complex numbers; scores are real")
-        numbers = numbers.real
-    values = numbers.astype(float)
+    values = real_scores(
+        f"{path}: column {name!r}", _numeric(series, f"{path}: column {name!r}").to_numpy()
+    )
     if np.isnan(values).any():
         raise ValueError(f"{path}: column {name!r} has missing or non-numeric scores")
     finite = values[np.isfinite(values)]

@@ -32,6 +32,7 @@ __all__ = [
     "check_eps_array",
     "scalar_like",
     "as_float_array",
+    "real_scores",
 ]
 
 
@@ -199,6 +200,21 @@ def as_float_array(name: str, value: object, expected: str = "an array of number
         return np.asarray(value, dtype=float)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{name} must be {expected}, got {type(value).__name__}") from exc
+
+
+def real_scores(name: str, values: object) -> np.ndarray:
+    """``values`` as a float array of scores. Complex numbers with an imaginary part are refused
+    (``ValueError`` naming ``name``) rather than cut to their real part; complex numbers without
+    one are their real part."""
+    array = np.asarray(values)
+    if np.iscomplexobj(array):
+        if np.any(array.imag != 0):
+            raise ValueError(f"{name} holds complex numbers; scores are real")
+        array = array.real
+    try:
+        return np.asarray(array, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be an array of numbers, got {array.dtype} values") from None
 
 
 def check_array_in_unit_interval(

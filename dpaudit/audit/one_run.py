@@ -90,6 +90,7 @@ from dpaudit._core.validation import (
     check_integer,
     check_nonnegative,
     check_probability,
+    real_scores,
 )
 from dpaudit.bounds.gaussian_dp import gdp_epsilon
 from dpaudit.bounds.pld import poisson_subsampled_gaussian
@@ -513,7 +514,7 @@ class OneRunResult:
 
 
 def _check_inputs(scores: object, included: object) -> tuple[np.ndarray, np.ndarray]:
-    s = np.asarray(scores, dtype=float)
+    s = real_scores("scores", scores)
     if s.ndim != 1 or s.size < 2:
         raise ValueError(f"scores must be a 1-d array of at least 2 values, got shape {s.shape}")
     if np.isnan(s).any():

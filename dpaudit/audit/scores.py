@@ -54,7 +54,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from dpaudit._core.provenance import versions
-from dpaudit._core.validation import check_choice, check_probability
+from dpaudit._core.validation import check_choice, check_probability, real_scores
 from dpaudit.audit.grid import ScoreGrid
 from dpaudit.audit.result import AuditResult
 from dpaudit.audit.strategies import BAND_SHARE
@@ -83,15 +83,7 @@ _STRATEGIES = ("auto", "bonferroni", "holdout", "holdout+band", "median")
 
 
 def _check_scores(name: str, scores: object) -> np.ndarray:
-    s = np.asarray(scores)
-    if np.iscomplexobj(s):
-        if np.any(s.imag != 0):
-            raise ValueError(f"{name} holds complex numbers; scores are real")
-        s = s.real
-    try:
-        s = s.astype(float)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be an array of numbers, got {s.dtype} values") from None
+    s = real_scores(name, scores)
     if s.ndim != 1 or s.size < 4:
         raise ValueError(f"{name} must be a 1-d array of at least 4 scores, got shape {s.shape}")
     if np.isnan(s).any():
@@ -265,8 +257,6 @@ def audit_scores(
         k0, k1 = _scout_size(s0.size, sel0.size), _scout_size(s1.size, sel1.size)
         if min(k0, k1) >= 2:
             scouted = scouted_thresholds(sel0[:k0], sel1[:k1])
-        else:
-            k0 = k1 = 0
         if scouted is None:
             strategy = "holdout+band"
         else:

@@ -433,6 +433,8 @@ def test_uncorrected_sweep_is_labelled():
         ({"included": np.full(10, 2)}, "included"),
         ({"included": np.full(9, 1)}, "included"),
         ({"scores": np.full(10, np.nan)}, "scores"),
+        ({"scores": np.arange(10.0) + 1j}, "scores holds complex numbers"),
+        ({"scores": ["a"] * 10}, "scores must be an array of numbers"),
         ({"method": "x"}, "method"),
         ({"guesses": 11}, "guesses"),
         ({"sides": "out"}, "sides"),
