@@ -11,7 +11,7 @@ from dpaudit.reports.text import BOUNDS_TABLE_NOTE, report_summary, verdict_labe
 if TYPE_CHECKING:  # pandas is imported where a table is built
     import pandas as pd
 
-__all__ = ["markdown_cell", "render_markdown"]
+__all__ = ["inline_markdown", "render_markdown"]
 
 
 #: Characters that could start Markdown markup, escaped with a backslash in user text.
@@ -21,7 +21,7 @@ _MARKUP = "\\`*_[]#|~!"
 _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 
 
-def _inline(text: Any) -> str:
+def inline_markdown(text: Any) -> str:
     """User text in running Markdown or in a table cell: one line, no markup, no raw HTML.
 
     Line breaks become spaces; ``&``, ``<`` and ``>`` become HTML entities, so that a name such
@@ -35,29 +35,22 @@ def _inline(text: Any) -> str:
     return "".join(_ENTITIES.get(ch, ch) for ch in out)
 
 
-def markdown_cell(text: Any) -> str:
-    """User text as one line of Markdown, for a table cell or running text: line breaks become
-    spaces, ``&``, ``<`` and ``>`` HTML entities, and characters that start Markdown markup
-    (table pipes included) are escaped with a backslash."""
-    return _inline(text)
-
-
 def _frame_markdown(frame: pd.DataFrame) -> str:
-    header = "| " + " | ".join(markdown_cell(str(c)) for c in frame.columns) + " |"
+    header = "| " + " | ".join(inline_markdown(str(c)) for c in frame.columns) + " |"
     rule = "|" + "|".join(" --- " for _ in frame.columns) + "|"
     lines = [header, rule]
     for _, row in frame.iterrows():
-        cells = [markdown_cell(format_cell(c, row[c])) for c in frame.columns]
+        cells = [inline_markdown(format_cell(c, row[c])) for c in frame.columns]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
 def _section(record: Mapping[str, Any], figures: Mapping[str, str]) -> str:
-    name = _inline(record.get("name", "audit"))
-    lines = [f"## {name} — {_inline(verdict_label(record))}", ""]
+    name = inline_markdown(record.get("name", "audit"))
+    lines = [f"## {name} — {inline_markdown(verdict_label(record))}", ""]
     if record.get("description"):
-        lines += [_inline(record["description"]), ""]
-    lines += [f"**{_inline(verdict_sentence(record))}**", ""]
+        lines += [inline_markdown(record["description"]), ""]
+    lines += [f"**{inline_markdown(verdict_sentence(record))}**", ""]
     for key, caption in (
         ("tradeoff", "trade-off plane"),
         ("profile", "privacy profile"),
@@ -74,7 +67,8 @@ def _section(record: Mapping[str, Any], figures: Mapping[str, str]) -> str:
         "| parameter | value |",
         "| --- | --- |",
     ]
-    lines += [f"| {markdown_cell(k)} | {markdown_cell(v)} |" for k, v in parameters_table(record)]
+    rows = parameters_table(record)
+    lines += [f"| {inline_markdown(k)} | {inline_markdown(v)} |" for k, v in rows]
     return "\n".join(lines) + "\n"
 
 
@@ -87,7 +81,7 @@ def render_markdown(
     """The Markdown report; ``figures[i]`` maps figure keys of ``records[i]`` to relative paths."""
     summary = report_summary(records)
     lines = [
-        f"# {_inline(title)}",
+        f"# {inline_markdown(title)}",
         "",
         f"{summary}. Every bound holds at the confidence stated in its audit.",
         "",

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from dpaudit._core.provenance import __version__
-from dpaudit.reports.markdown import markdown_cell
+from dpaudit.reports.markdown import inline_markdown
 from dpaudit.reports.writer import atomic_directory
 
 __all__ = ["one_run_rows", "write_one_run"]
@@ -61,11 +61,11 @@ def write_one_run(
         "notes": list(notes),
     }
     header = list(rows[0]) if rows else []
-    md = [f"# {markdown_cell(title)}", ""]
-    md += [f"- {markdown_cell(n)}" for n in notes] + ([""] if notes else [])
-    md.append("| " + " | ".join(markdown_cell(h) for h in header) + " |")
+    md = [f"# {inline_markdown(title)}", ""]
+    md += [f"- {inline_markdown(n)}" for n in notes] + ([""] if notes else [])
+    md.append("| " + " | ".join(inline_markdown(h) for h in header) + " |")
     md.append("|" + "---|" * len(header))
-    md += ["| " + " | ".join(markdown_cell(row[h]) for h in header) + " |" for row in rows]
+    md += ["| " + " | ".join(inline_markdown(row[h]) for h in header) + " |" for row in rows]
     md += [
         "",
         "Each bound holds at its confidence on its own; `ceiling` is what every guess being "
