@@ -382,11 +382,12 @@ def test_two_sided_uses_more_evidence():
         assert mean_both > 1.05 * mean_one
 
 
-def _point_estimate(scores, included):
-    """Steinke et al.'s point estimate log(c / (k - c)) at the best k of the grid (no
-    confidence): what the bound would be without its statistical correction."""
+def _point_estimate(scores, included, totals=None):
+    """Steinke et al.'s point estimate log(c / (k - c)) at the best total k of ``totals`` (the
+    16-total grid by default), every guess "in" and no confidence: what the bound would be
+    without its statistical correction."""
     hits = np.cumsum(included[np.argsort(-scores, kind="stable")])
-    ks = guess_grid(scores.size)
+    ks = guess_grid(scores.size) if totals is None else totals
     c = hits[ks - 1]
     with np.errstate(divide="ignore"):
         return float(np.max(np.log(c / np.maximum(ks - c, 0))))
@@ -652,17 +653,14 @@ def test_coverage_at_both_ends_fails_for_the_point_estimate(mechanism, m):
     over = over_mu = 0
     for seed in range(200):
         s, z = _both_ends_run(mechanism, m, 30_000 + seed)
-        ranked = z[np.argsort(-s, kind="stable")]
-        hits = np.cumsum(ranked)
-        k = np.arange(1, m + 1)
-        with np.errstate(divide="ignore"):
-            over += np.max(np.log(hits / np.maximum(k - hits, 0))) > truth
+        over += _point_estimate(s, z, np.arange(1, m + 1)) > truth
         if mechanism == "gaussian":
+            ranked = z[np.argsort(-s, kind="stable")]
             estimates = []
-            for total in guess_grid(m):
-                k_in, k_out = split_guesses(int(total))
-                c = int(hits[k_in - 1] + (k_out - ranked[m - k_out :].sum()))
-                estimates.append(fdp_mu(m, int(total), c, 0.5))
+            for k in guess_grid(m):
+                k_in, k_out = split_guesses(int(k))
+                c = int(ranked[:k_in].sum() + k_out - ranked[m - k_out :].sum())
+                estimates.append(fdp_mu(m, int(k), c, 0.5))
             over_mu += max(estimates) > 1.0
     assert over > 18
     assert mechanism != "gaussian" or over_mu > 18
