@@ -31,6 +31,7 @@ from dpaudit.audit.one_run import (
     steinke_p_value,
 )
 from dpaudit.bounds.gaussian_dp import gdp_epsilon
+from tests.audit.laws import true_eps
 
 
 def test_steinke_p_value_brute_force():
@@ -609,21 +610,11 @@ def test_coverage_at_both_ends_of_the_canary_range(mechanism, method, family, m)
         s, z = _both_ends_run(mechanism, m, 30_000 + seed)
         family_args = {"sample_rate": 0.2, "steps": 1} if family == "dpsgd" else {}
         r = audit_one_run(s, z, method=method, family=family, **family_args)
-        over += r.epsilon_lower_bound() > _both_ends_truth(mechanism)
+        over += r.epsilon_lower_bound() > true_eps(mechanism)
         if mechanism == "gaussian" and r.mu is not None:
             over_mu += r.mu > 1.0
     assert over <= 18
     assert over_mu <= 18
-
-
-def _both_ends_truth(mechanism):
-    """The true eps(1e-5) of each mechanism of the coverage test above."""
-    from dpaudit.mechanisms import Gaussian
-    from dpaudit.mechanisms.subsampled import PoissonSubsampled
-
-    if mechanism == "subsampled_gaussian":
-        return PoissonSubsampled(Gaussian(0.5), 0.2).epsilon(1e-5)
-    return gdp_epsilon(1e-5, 1.0) if mechanism == "gaussian" else 1.0
 
 
 def _both_ends_run(mechanism, m, seed):
@@ -649,7 +640,7 @@ def test_coverage_at_both_ends_fails_for_the_point_estimate(mechanism, m):
     subsampled Gaussian at 100 canaries, whose true eps is 7.6). For mu, on the Gaussian: the
     GDP test read at level 1/2 (a median estimate, no confidence) at the best of the 16 totals,
     uncorrected (measured: 108, 102 and 107 of 200 over the true mu = 1)."""
-    truth = _both_ends_truth(mechanism)
+    truth = true_eps(mechanism)
     over = over_mu = 0
     for seed in range(200):
         s, z = _both_ends_run(mechanism, m, 30_000 + seed)

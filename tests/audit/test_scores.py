@@ -7,7 +7,7 @@ from scipy.stats import beta, norm
 import dpaudit as dpa
 from dpaudit.audit.lower_bounds import epsilon_from_errors
 from dpaudit.audit.scores import FEW_VALUES, audit_scores, scouted_thresholds, split_scores
-from dpaudit.bounds.gaussian_dp import gdp_epsilon
+from tests.audit.laws import true_eps
 
 
 @pytest.mark.parametrize("strategy", ["bonferroni", "holdout", "holdout+band"])
@@ -220,19 +220,6 @@ def test_declared_thresholds_bad_input(kwargs, word):
         audit_scores(np.arange(10.0), np.arange(10.0), **kwargs)
 
 
-def _true_eps(law: str) -> float:
-    """eps(1e-5) of the score laws below: the Gaussian's exact curve; Laplace, randomized
-    response and the clipped geometric are pure 1-DP (clipping is post-processing), so their
-    eps(delta) is at most 1; the subsampled Gaussian's from its exact privacy-loss
-    distribution."""
-    if law == "subsampled_gaussian":
-        from dpaudit.mechanisms import Gaussian
-        from dpaudit.mechanisms.subsampled import PoissonSubsampled
-
-        return float(PoissonSubsampled(Gaussian(0.5), 0.2).epsilon(1e-5))
-    return float(gdp_epsilon(1e-5, 1.0)) if law == "gaussian" else 1.0
-
-
 def _draw(law: str, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Scores of ``n`` models per side; for the subsampled Gaussian (noise 0.5, rate 0.2), the
     member enters a model's run with probability 0.2 and then shifts its score by 1 / 0.5."""
@@ -268,7 +255,7 @@ def test_default_eps_coverage_and_its_point_estimate_twin(law, n):
     200 seeds); for the Gaussian and the subsampled Gaussian, whose true eps(1e-5) no estimate
     read at one threshold of these samples reaches, the uncorrected sweep does: the point
     estimate at the best of every threshold of the evaluation counts (193 to 200 of 200)."""
-    truth = _true_eps(law)
+    truth = true_eps(law)
     bounds, points, sweeps, mus = [], [], [], []
     for seed in range(200):
         s0, s1 = _draw(law, n, np.random.default_rng(10_000 + seed))
