@@ -38,8 +38,10 @@ assumption: every f-DP audit also reports the largest rejected GDP ``mu``
 (:meth:`OneRunResult.mu_lower_bound`: "the mechanism is not ``mu'``-GDP for any ``mu' < mu``").
 
 **Guesses depend on the scores only.** Canaries with equal scores are ordered by an independent
-random key drawn from ``seed``, never by their position in the arrays (a stable sort would let an
-array laid out "included first" certify privacy loss from constant scores). The inclusion design
+random key drawn from ``seed`` (:func:`tie_keys`, one key per canary), never by their position in
+the arrays (a stable sort would let an array laid out "included first" certify privacy loss from
+constant scores); the two halves of ``strategy="split"`` are ordered by their own canaries' keys,
+so the selection half's order says nothing about the evaluation half's. The inclusion design
 is checked: a membership vector that fair coins make improbable (two-sided binomial test, p-value
 below :data:`DESIGN_CHECK_LEVEL`) is refused, since both theorems assume it.
 
@@ -110,6 +112,7 @@ __all__ = [
     "guess_grid",
     "split_guesses",
     "canary_order",
+    "tie_keys",
     "check_design",
     "correct_guesses",
     "simulate_one_run",
@@ -193,13 +196,27 @@ def split_guesses(k: int, sides: str = "both") -> tuple[int, int]:
     return (k, 0) if sides == "in" else ((k + 1) // 2, k // 2)
 
 
+def tie_keys(m: int, seed: int = 0) -> np.ndarray:
+    """One uniform key per canary, drawn from ``seed`` alone: the order among tied scores.
+
+    Every canary has its own key, so two disjoint sets of canaries (the halves of
+    ``strategy="split"``) are ordered by independent keys: a tie order that was lucky on the
+    selection half says nothing about the evaluation half."""
+    m = check_integer("m", m, minimum=0)
+    tag = TAGS["one_run_ties"]
+    return np.random.default_rng(np.random.SeedSequence([int(seed), tag])).random(m)
+
+
 def canary_order(scores: object, seed: int = 0) -> np.ndarray:
     """Indices of the canaries from the highest score to the lowest; canaries with equal scores in
-    the order of an independent uniform key drawn from ``seed``, never by array position (which
-    may carry membership: arrays laid out "included first")."""
+    the order of their :func:`tie_keys`, never by array position (which may carry membership:
+    arrays laid out "included first")."""
     s = np.asarray(scores, dtype=float)
-    tag = TAGS["one_run_ties"]
-    key = np.random.default_rng(np.random.SeedSequence([int(seed), tag])).random(s.size)
+    return _order(s, tie_keys(s.size, seed))
+
+
+def _order(s: np.ndarray, key: np.ndarray) -> np.ndarray:
+    """Indices from the highest score to the lowest, ties by ``key``."""
     return np.lexsort((key, -s))
 
 
@@ -663,11 +680,12 @@ def audit_one_run(
         j = int(np.argmax(values))
         return values[j], j
 
+    key = tie_keys(m, seed)
     if strategy == "split":
         sel, tested = split_canaries(m, seed)
         ranking = gamma if family is None else SPLIT_PESSIMISM * gamma
         k_in, k_out = _split_choice(
-            s[sel], z[sel], sides, seed, lambda m_t, k, c: value(m_t, k, c, ranking, coarse=True)
+            s[sel], z[sel], key[sel], sides, lambda m_t, k, c: value(m_t, k, c, ranking, True)
         )
         scale = tested.size / sel.size
         k_in = min(round(k_in * scale), tested.size)
@@ -678,7 +696,7 @@ def audit_one_run(
         planned = [split_guesses(int(k), sides) for k in grid]
         tested = np.arange(m)
         level = gamma / len(planned) if strategy == "bonferroni" else gamma
-    counter = _Counter(z[tested][canary_order(s[tested], seed)])
+    counter = _Counter(z[tested][_order(s[tested], key[tested])])
     k_c = [counter.guesses(a, b) for a, b in planned]
     best, j = bound(tested.size, k_c, level)
     ceiling, _ = bound(tested.size, [(k, k) for k, _ in k_c], level)
@@ -715,14 +733,15 @@ def audit_one_run(
 def _split_choice(
     s: np.ndarray,
     z: np.ndarray,
+    key: np.ndarray,
     sides: str,
-    seed: int,
     value: Callable[[int, int, int], float],
 ) -> tuple[int, int]:
-    """``(k_+, k_-)`` that gives the largest bound on the selection canaries (``s``, ``z``),
-    among :data:`SPLIT_GRID_SIZE` totals and the :data:`SPLIT_SHARES` of "in" guesses."""
+    """``(k_+, k_-)`` that gives the largest bound on the selection canaries (``s``, ``z``, their
+    tie keys ``key``), among :data:`SPLIT_GRID_SIZE` totals and the :data:`SPLIT_SHARES` of "in"
+    guesses."""
     m = s.size
-    counter = _Counter(z[canary_order(s, seed)])
+    counter = _Counter(z[_order(s, key)])
     shares = SPLIT_SHARES if sides == "both" else (1.0,)
     best, choice = -math.inf, split_guesses(min(10, m), sides)
     for k in guess_grid(m, SPLIT_GRID_SIZE):

@@ -29,6 +29,7 @@ from dpaudit.audit.one_run import (
     split_guesses,
     steinke_epsilon,
     steinke_p_value,
+    tie_keys,
 )
 from dpaudit.bounds.gaussian_dp import gdp_epsilon
 from tests.audit.laws import true_eps
@@ -146,6 +147,71 @@ def test_tied_scores_are_ordered_by_the_seed_not_by_position():
         a = audit_one_run(s, z, method=method, strategy="bonferroni")
         b = audit_one_run(s[perm], z[perm], method=method, strategy="bonferroni")
         assert a.counts == b.counts and a.bound == b.bound
+
+
+def _layouts(z: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """The same inclusions laid out included-first, included-last and shuffled."""
+    first = np.sort(z)[::-1]
+    return {"first": first, "last": first[::-1], "shuffled": rng.permutation(z)}
+
+
+def _positive_bounds_from_constant_scores(m, seeds, layout, **kwargs):
+    """How many of ``seeds`` one-run audits of constant scores (no information: true eps = 0)
+    with fair-coin inclusions in ``layout`` certify eps > 0."""
+    positive = 0
+    for seed in seeds:
+        rng = np.random.default_rng([11, seed])
+        z = _layouts((rng.random(m) < 0.5).astype(int), rng)[layout]
+        positive += audit_one_run(np.zeros(m), z, seed=seed, **kwargs).bound > 0
+    return positive
+
+
+@pytest.mark.parametrize("layout", ["first", "last", "shuffled"])
+@pytest.mark.parametrize("method", ["fdp", "steinke"])
+def test_split_halves_break_ties_with_independent_keys(method, layout):
+    """Constant scores, fair coins, 2,000 canaries, ``strategy="split"``: whatever the layout,
+    each seed certifies eps > 0 with probability at most 5%, so at most 6 of 40 seeds may (more
+    has probability 0.0034 under Binomial(40, 0.05): the false-failure probability of each of
+    the six cells). When both halves took the tie order from one key of their own size, a guess
+    count lucky on the selection half was lucky on the evaluation half too: included-first
+    certified eps > 0 on 11 of 30 seeds at 10^4 canaries (both methods), included-last on 5
+    and 6 of 30."""
+    positive = _positive_bounds_from_constant_scores(
+        2_000, range(40), layout, method=method, strategy="split"
+    )
+    assert positive <= 6
+
+
+def test_split_halves_tie_keys_are_the_canaries_own():
+    """The tie key belongs to the canary: the selection half is ordered by the keys of its own
+    canaries and the evaluation half by theirs (``tie_keys(m, seed)`` at their indices), so the
+    two orders are independent."""
+    m = 3_000
+    s = np.zeros(m)
+    z = (np.random.default_rng(2).random(m) < 0.5).astype(int)
+    result = audit_one_run(s, z, method="steinke", strategy="split", seed=9)
+    _, tested = split_canaries(m, 9)
+    order = tested[np.argsort(tie_keys(m, 9)[tested], kind="stable")]
+    k_in, k_out = result.guesses_in, result.guesses_out
+    correct = z[order[:k_in]].sum() + (1 - z[order[tested.size - k_out :]]).sum()
+    assert result.counts == [[k_in + k_out, int(correct)]]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("layout", ["first", "last", "shuffled"])
+@pytest.mark.parametrize("sides", ["both", "in"])
+@pytest.mark.parametrize(
+    "method, strategy",
+    [("fdp", "bonferroni"), ("fdp", "split"), ("steinke", "bonferroni"), ("steinke", "split")],
+)
+def test_constant_scores_certify_nothing_in_any_layout(method, strategy, sides, layout):
+    """Every method, strategy, side and layout: at most 19 of 200 seeds certify eps > 0 from
+    constant scores at 2,000 canaries (Binomial(200, 0.05) exceeds 19 with probability 0.0027,
+    the false-failure probability of each of the 48 cells)."""
+    positive = _positive_bounds_from_constant_scores(
+        2_000, range(200), layout, method=method, strategy=strategy, sides=sides
+    )
+    assert positive <= 19
 
 
 @pytest.mark.parametrize("share", [0.9, 0.6])
@@ -335,6 +401,7 @@ def test_split_ranks_a_familys_guesses_pessimistically_and_steinkes_at_gamma():
 
     s, z = simulate_one_run(20_000, 0.5, seed=3)
     sel, tested = split_canaries(s.size, 0)
+    key = tie_keys(s.size, 0)[sel]
     scale = tested.size / sel.size
     gamma = 0.05
     rankings = {
@@ -344,15 +411,15 @@ def test_split_ranks_a_familys_guesses_pessimistically_and_steinkes_at_gamma():
     for name, ranking in rankings.items():
         kwargs = {"family": "gdp"} if name == "gdp" else {"method": "steinke"}
         result = audit_one_run(s, z, strategy="split", **kwargs)
-        k_in, k_out = _split_choice(s[sel], z[sel], "both", 0, ranking)
+        k_in, k_out = _split_choice(s[sel], z[sel], key, "both", ranking)
         assert (result.guesses_in, result.guesses_out) == (
             round(k_in * scale),
             round(k_out * scale),
         )
     unranked = _split_choice(
-        s[sel], z[sel], "both", 0, lambda m, k, c: fdp_mu(m, k, c, gamma, refinements=1)
+        s[sel], z[sel], key, "both", lambda m, k, c: fdp_mu(m, k, c, gamma, refinements=1)
     )
-    assert unranked != _split_choice(s[sel], z[sel], "both", 0, rankings["gdp"])
+    assert unranked != _split_choice(s[sel], z[sel], key, "both", rankings["gdp"])
 
 
 def test_two_sided_guesses_are_symmetric():
