@@ -110,6 +110,12 @@ def test_a_silent_function_is_refuted_under_every_relation_or_with_the_others():
     joint = [c for c in claims if c.startswith("two: 2 functions silent about their relation")]
     assert claims[joint[0]] == "violated" and both.refuted
     assert "under add_remove: b refuted; under replace_one: a refuted" in joint[0]
+    # With a correct function beside it, add/remove makes every claim hold: the joint claim
+    # stands although "a" is refuted under replace-one.
+    c = _silent_laplace("c", 1.0, 2.0)
+    fine = run(plan(Library("ok", "numpy", "numpy", lambda: [a, c], True, False), **settings))
+    joint = [claim for claim, _ in fine.findings() if "silent about their relation" in claim]
+    assert dict(fine.findings())[joint[0]] == "consistent" and not fine.refuted
     stated = Function("s", a.release, a.claims, _pairs, stated=True)
     one_row = run(plan(Library("st", "numpy", "numpy", lambda: [stated], True, False), **settings))
     assert one_row.findings() == [("st: s", "violated")]
