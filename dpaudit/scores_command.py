@@ -211,6 +211,12 @@ def add_parser(sub: Any, func: Any) -> argparse.ArgumentParser:
         help="with --steps and --family dpsgd: the audited DP-SGD run's Poisson sampling rate",
     )
     p.add_argument("--steps", type=int, help="DP-SGD steps of the audited run (with --sample-rate)")
+    p.add_argument(
+        "--inclusion",
+        type=float,
+        default=0.5,
+        help="one run: the probability of the coin that included each canary (default 0.5)",
+    )
     p.add_argument("--confidence", type=float, default=0.95, help="level (default 0.95)")
     p.add_argument("--delta", type=float, default=1e-5, help="delta of eps (default 1e-5)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random splits")
@@ -256,6 +262,9 @@ def run(args: argparse.Namespace) -> list[tuple[str, str, str]]:
             check_integer("--steps", args.steps, minimum=1)
         if args.claim_mu is not None and args.method != "fdp":
             raise ValueError("--claim-mu needs --method fdp (the steinke test refutes no mu)")
+        check_probability("--inclusion", args.inclusion, low_open=True, high_open=True)
+    elif args.inclusion != 0.5:
+        raise ValueError("--inclusion applies to --one-run")
     scores, member = load_table(args)
 
     def stage(what: str) -> None:
@@ -276,6 +285,7 @@ def run(args: argparse.Namespace) -> list[tuple[str, str, str]]:
             family=args.family,
             sample_rate=args.sample_rate,
             steps=args.steps,
+            inclusion=args.inclusion,
             seed=args.seed,
         )
         refuted = args.claim_mu is not None and result.mu_lower_bound() > args.claim_mu

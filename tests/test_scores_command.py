@@ -70,6 +70,8 @@ def test_bad_membership_one_line_nothing_written(table, capsys, change, message)
         (["--one-run", "--family", "dpsgd", "--sample-rate", "2", "--steps", "3"], "--sample-rate"),
         (["--one-run", "--family", "dpsgd", "--sample-rate", "0.1", "--steps", "0"], "--steps"),
         (["--one-run", "--method", "steinke", "--claim-mu", "1"], "--claim-mu needs --method fdp"),
+        (["--one-run", "--inclusion", "1"], "--inclusion must be in (0, 1)"),
+        (["--inclusion", "0.3"], "--inclusion applies to --one-run"),
     ],
 )
 def test_every_option_is_checked_before_the_scores_are_read(
@@ -83,6 +85,19 @@ def test_every_option_is_checked_before_the_scores_are_read(
     assert code == 1 and read == []
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and needle in err, err
+
+
+def test_one_run_inclusion_reaches_the_audit(tmp_path):
+    """``--inclusion 0.3``: canaries included with probability 0.3 are audited as designed (the
+    record says so), and the same file audited as fair coins is refused in one line."""
+    s, z = simulate_one_run(3000, 2.0, seed=0, p=0.3)
+    np.savez(tmp_path / "c.npz", score=s, member=z)
+    argv = ["scores", str(tmp_path / "c.npz"), "--one-run", "-q"]
+    assert main([*argv, "--inclusion", "0.3", "-o", str(tmp_path / "o")]) == 0
+    record = json.loads((tmp_path / "o" / "results.json").read_text())
+    assert next(iter(record["one_run"].values()))["inclusion"] == 0.3
+    assert main([*argv, "-o", str(tmp_path / "fair")]) == 1
+    assert not (tmp_path / "fair").exists()
 
 
 def test_one_run_dpsgd_family_and_flag_pairing(tmp_path, capsys):

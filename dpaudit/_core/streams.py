@@ -52,13 +52,14 @@ STREAMS = {
 }
 
 #: Entropy tags: the learned attack's extra training outputs (``"learn"``), the pilot audits
-#: of the pair search (``"pilot"``), and a one-run audit's random halves (``"split"``) and order
-#: among tied scores (``"ties"``), as ASCII.
+#: of the pair search (``"pilot"``), and a one-run audit's random halves (``"split"``), order
+#: among tied scores (``"ties"``) and thinning of its pools (``"thin"``), as ASCII.
 TAGS = {
     "learned_training": 0x6C6561726E,
     "pair_search_pilot": 0x70696C6F74,
     "one_run_split": 0x73706C6974,
     "one_run_ties": 0x74696573,
+    "one_run_thinning": 0x7468696E,
 }
 
 

@@ -1,7 +1,8 @@
-"""One-run audits: many canaries, each included with probability 1/2, one training run.
+"""One-run audits: many canaries, each included by an independent coin, one training run.
 
-Every canary ``i`` of ``m`` is included independently with probability ``1/2``; the trained model
-gives every canary a score (larger = "included"). The auditor guesses "included" for the ``k_+``
+Every canary ``i`` of ``m`` is included independently with probability ``1/2`` (or the designed
+``inclusion``, see below); the trained model gives every canary a score (larger = "included").
+The auditor guesses "included" for the ``k_+``
 canaries with the largest scores, "excluded" for the ``k_-`` canaries with the smallest scores,
 and abstains on the others; ``c`` of its ``k = k_+ + k_-`` guesses are correct. Both papers guess
 both ways (``sides="both"``, the default, splits ``k`` evenly); ``sides="in"`` makes only the
@@ -41,9 +42,21 @@ assumption: every f-DP audit also reports the largest rejected GDP ``mu``
 random key drawn from ``seed`` (:func:`tie_keys`, one key per canary), never by their position in
 the arrays (a stable sort would let an array laid out "included first" certify privacy loss from
 constant scores); the two halves of ``strategy="split"`` are ordered by their own canaries' keys,
-so the selection half's order says nothing about the evaluation half's. The inclusion design
-is checked: a membership vector that fair coins make improbable (two-sided binomial test, p-value
-below :data:`DESIGN_CHECK_LEVEL`) is refused, since both theorems assume it.
+so the selection half's order says nothing about the evaluation half's.
+
+**Inclusion as designed.** Both theorems assume each canary is included by an independent fair
+coin. The coin's probability is a parameter (``inclusion``, default 1/2), and the design is
+checked: a membership vector that such coins make improbable (central two-sided binomial test,
+p-value below :data:`DESIGN_CHECK_LEVEL`) is refused. Guesses are made among the canaries of a
+*pool* (:func:`pools`): for guesses both ways, the canaries thinned to fair coins at the designed
+probability (all of them at 1/2); for guesses one way only, the canaries thinned so that every
+coin the check lets through with probability at least ``gamma`` (:func:`coin_range`) leaves a
+kept canary included with probability at most 1/2 in the guessed direction. A fair coin is then
+at most as favourable as the theorems assume, and a biased coin that gets past the check cannot
+carry a bound: either the coin is in the range (the test is valid at ``gamma``) or the check
+let it through with probability below ``gamma``. Guesses both ways, in equal numbers, are not
+helped by a biased coin: what it adds to the "included" guesses it takes from the "excluded"
+ones (for scores that carry no information, exactly).
 
 **How the number of guesses is chosen** (``strategy``), each valid at the stated confidence:
 
@@ -114,6 +127,8 @@ __all__ = [
     "canary_order",
     "tie_keys",
     "check_design",
+    "coin_range",
+    "pools",
     "correct_guesses",
     "simulate_one_run",
     "steinke_p_value",
@@ -146,7 +161,8 @@ SPLIT_PESSIMISM = 1e-4
 #: ``strategy="auto"`` splits Steinke and GDP-family audits from this many canaries on.
 AUTO_SPLIT_FROM = 2_000
 
-#: A membership vector whose two-sided binomial p-value under fair coins is below this is refused.
+#: A membership vector whose two-sided binomial p-value under the designed coins is below this is
+#: refused.
 DESIGN_CHECK_LEVEL = 1e-4
 
 #: What each family assumes of the mechanism (``None``: nothing; the bound holds for any).
@@ -231,21 +247,92 @@ def split_canaries(m: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     return np.sort(perm[:n_sel]), np.sort(perm[n_sel:])
 
 
-def check_design(included: np.ndarray, level: float = DESIGN_CHECK_LEVEL) -> float:
-    """The two-sided binomial p-value of the number of included canaries under independent fair
-    coins; raises ``ValueError`` naming ``included`` when it is below ``level``."""
+def _check_inclusion(p: float) -> float:
+    return check_probability("inclusion", p, low_open=True, high_open=True)
+
+
+def check_design(included: np.ndarray, p: float = 0.5, level: float = DESIGN_CHECK_LEVEL) -> float:
+    """The two-sided binomial p-value of the number of included canaries under independent coins
+    of probability ``p`` (twice the smaller tail of Binomial(m, p), at most 1); raises
+    ``ValueError`` naming ``included`` when it is below ``level``."""
     from scipy import stats
 
+    p = _check_inclusion(p)
     z = np.asarray(included)
     n_in = int(z.sum())
-    p_value = float(stats.binomtest(n_in, z.size, 0.5).pvalue)
+    tails = stats.binom.cdf(n_in, z.size, p), stats.binom.sf(n_in - 1, z.size, p)
+    p_value = float(min(1.0, 2.0 * min(tails)))
     if p_value < level:
         raise ValueError(
             f"included: {n_in} of {z.size} canaries are included, which independent inclusion "
-            f"with probability 1/2 gives with p-value {p_value:.2g} (below {level:g}); both "
-            "one-run tests assume each canary is included by a fair coin"
+            f"with probability {p:g} gives with p-value {p_value:.2g} (below {level:g}); both "
+            f"one-run tests assume each canary is included by a coin of probability {p:g} "
+            "(the inclusion= of the audit)"
         )
     return p_value
+
+
+def coin_range(
+    m: int, p: float, gamma: float, level: float = DESIGN_CHECK_LEVEL
+) -> tuple[float, float]:
+    """``(p_min, p_max)``: the coin probabilities for which :func:`check_design` at ``level``
+    passes ``m`` canaries with probability at least ``gamma``.
+
+    The check passes the counts ``lo <= n_in <= hi`` of the central two-sided test at ``level``
+    around ``m p``; ``p_max`` is the coin at which ``P[Binomial(m, p_max) <= hi] = gamma`` (the
+    one-sided Clopper–Pearson bound of ``hi`` at ``1 - gamma``) and ``p_min`` the coin at which
+    ``P[Binomial(m, p_min) >= lo] = gamma``. A coin outside ``[p_min, p_max]`` gets past the
+    check with probability below ``gamma``; one-sided guesses are made in pools thinned for the
+    ends of this range (:func:`pools`), so a coin that the check lets through cannot carry a
+    bound.
+    """
+    from scipy import stats
+
+    m = check_integer("m", m, minimum=1)
+    p = _check_inclusion(p)
+    lo = int(stats.binom.ppf(level / 2.0, m, p))
+    hi = m - int(stats.binom.ppf(level / 2.0, m, 1.0 - p))
+    p_max = 1.0 if hi >= m else float(stats.beta.ppf(1.0 - gamma, hi + 1, m - hi))
+    p_min = 0.0 if lo <= 0 else float(stats.beta.ppf(gamma, lo, m - lo + 1))
+    return p_min, p_max
+
+
+def _kept(z: np.ndarray, key: np.ndarray, coin: float) -> np.ndarray:
+    """The canaries a pool keeps: all of one class, and of the other the share that makes the
+    inclusion probability of a kept canary exactly 1/2 when the coins have probability
+    ``coin`` (all canaries for ``coin = 1/2``); ``key`` are the canaries' thinning keys."""
+    if coin >= 0.5:
+        return (z == 0) | (key < (1.0 - coin) / coin)
+    return (z == 1) | (key < coin / (1.0 - coin))
+
+
+def pools(
+    included: np.ndarray, p: float, coins: tuple[float, float], seed: int = 0
+) -> dict[str, np.ndarray]:
+    """The canaries each kind of guess is made among (indices, ascending).
+
+    ``"both"`` (guesses both ways, in equal numbers): thinned so that a kept canary is included
+    with probability exactly 1/2 when the coins have the designed probability ``p`` (no canary
+    is dropped for ``p = 1/2``). ``"in"`` (only "included" guesses): thinned for the largest
+    coin of ``coins``, so that every coin in that range leaves a kept canary included with
+    probability at most 1/2. ``"out"`` (only "excluded" guesses): likewise for the smallest.
+    Which canaries are dropped depends on the inclusions and on thinning keys drawn from
+    ``seed`` alone, never on the scores.
+
+    Why this is valid. Given the pool, its canaries' inclusions are independent coins of some
+    probability ``p'``; for ``p' <= 1/2`` they are ``S'' AND U`` with fair ``S''`` and
+    independent ``U ~ Bernoulli(2 p')``, and the mechanism, seen as a function of ``S''``, is DP
+    in each canary as before (a mixture, with the same weights, of pairs that are). Every
+    correct "included" guess is correct for ``S''`` too, so the number of correct guesses is at
+    most that of a fair-coin one-run experiment on the pool, which both theorems cover
+    (``p' >= 1/2`` and "excluded" guesses likewise with ``S'' OR U``).
+    """
+    z = np.asarray(included)
+    tag = TAGS["one_run_thinning"]
+    key = np.random.default_rng(np.random.SeedSequence([int(seed), tag])).random(z.size)
+    p_min, p_max = coins
+    modes = {"both": p, "in": p_max, "out": p_min}
+    return {mode: np.flatnonzero(_kept(z, key, coin)) for mode, coin in modes.items()}
 
 
 def correct_guesses(
@@ -437,9 +524,12 @@ class OneRunResult:
     assumption). ``ceiling`` is the same bound if every guess had been correct (what a perfect
     attack could certify with these canaries). ``corrected`` is False for an uncorrected sweep:
     then the numbers are **estimates**, not bounds at ``confidence``. ``m_tested`` canaries were
-    tested (``m`` minus the selection half of ``strategy="split"``); ``counts`` holds
-    ``[k, c]`` of every tested total, each at ``per_guess_level``; ``guesses = guesses_in +
-    guesses_out`` are the counts behind ``bound``.
+    tested: those of the guesses' pool (:func:`pools`), less the selection half of
+    ``strategy="split"``; ``counts`` holds ``[k, c]`` of every tested total, each at
+    ``per_guess_level``; ``guesses = guesses_in + guesses_out`` are the counts behind ``bound``.
+    ``inclusion`` is the designed probability of the inclusion coins and ``coins`` the range of
+    coin probabilities ``[p_min, p_max]`` the one-sided pools were thinned for
+    (:func:`coin_range`).
     """
 
     method: str
@@ -465,6 +555,8 @@ class OneRunResult:
     counts: list[list[int]] = field(default_factory=list)
     mu: float | None = None
     seed: int = 0
+    inclusion: float = 0.5
+    coins: list[float] = field(default_factory=lambda: [0.0, 1.0])
 
     @property
     def assumption(self) -> str | None:
@@ -600,6 +692,7 @@ def audit_one_run(
     strategy: str = "auto",
     sample_rate: float | None = None,
     steps: int | None = None,
+    inclusion: float = 0.5,
     seed: int = 0,
 ) -> OneRunResult:
     """Lower-bound the privacy of one training run from its canaries' scores.
@@ -609,8 +702,8 @@ def audit_one_run(
     scores:
         ``scores[i]``: the trained model's score of canary ``i`` (larger = "included").
     included:
-        ``included[i]`` in {0, 1}: whether canary ``i`` was in the training set (each with
-        probability 1/2, independently of everything else; checked, see :func:`check_design`).
+        ``included[i]`` in {0, 1}: whether canary ``i`` was in the training set (each by an
+        independent coin of probability ``inclusion``; checked, see :func:`check_design`).
     delta:
         The ``delta`` of the reported ``eps``.
     confidence:
@@ -634,9 +727,12 @@ def audit_one_run(
         ``"sweep"`` (uncorrected: labelled an estimate, not a bound); see the module docstring.
     sample_rate, steps:
         The Poisson sampling rate and the number of steps of the audited DP-SGD run.
+    inclusion:
+        The probability of the coin that included each canary, as designed (default 1/2); the
+        guesses are made among the canaries of :func:`pools`.
     seed:
-        Seed of the order among tied scores (:func:`canary_order`) and of the split's random
-        halves (:func:`split_canaries`).
+        Seed of the order among tied scores (:func:`canary_order`), of the split's random
+        halves (:func:`split_canaries`) and of the pools' thinning (:func:`pools`).
     """
     s, z = _check_inputs(scores, included)
     delta = check_probability("delta", delta)
@@ -645,8 +741,9 @@ def audit_one_run(
     strategy = check_choice("strategy", strategy, _STRATEGIES)
     sides = check_choice("sides", sides, _SIDES)
     family, sample_rate, steps = _check_family(family, method, sample_rate, steps)
+    inclusion = _check_inclusion(inclusion)
     seed = check_integer("seed", seed, minimum=0)
-    check_design(z)
+    check_design(z, inclusion)
     m = s.size
     if guesses is not None:
         guesses = check_integer("guesses", guesses, minimum=1, maximum=m)
@@ -657,6 +754,8 @@ def audit_one_run(
         split = split and m >= AUTO_SPLIT_FROM
         strategy = "split" if split else "bonferroni"
     gamma = 1.0 - confidence
+    coins = coin_range(m, inclusion, gamma)
+    pool = pools(z, inclusion, coins, seed)
 
     def value(m_t: int, k: int, c: int, level: float, coarse: bool = False) -> float:
         """The bound of one ``(k, c)``; ``coarse``: to about 1%, for the split's selection half
@@ -682,19 +781,26 @@ def audit_one_run(
 
     key = tie_keys(m, seed)
     if strategy == "split":
-        sel, tested = split_canaries(m, seed)
+        sel, evaluation = split_canaries(m, seed)
         ranking = gamma if family is None else SPLIT_PESSIMISM * gamma
         k_in, k_out = _split_choice(
-            s[sel], z[sel], key[sel], sides, lambda m_t, k, c: value(m_t, k, c, ranking, True)
+            s,
+            z,
+            key,
+            {mode: np.intersect1d(sel, kept) for mode, kept in pool.items()},
+            sides,
+            lambda m_t, k, c: value(m_t, k, c, ranking, True),
         )
-        scale = tested.size / sel.size
+        chosen = pool[_mode(k_in, k_out, sides)]
+        tested = np.intersect1d(evaluation, chosen)
+        scale = tested.size / max(np.intersect1d(sel, chosen).size, 1)
         k_in = min(round(k_in * scale), tested.size)
         planned = [(k_in, min(round(k_out * scale), tested.size - k_in))]
         level = gamma
     else:
-        grid = np.array([guesses]) if guesses is not None else guess_grid(m)
-        planned = [split_guesses(int(k), sides) for k in grid]
-        tested = np.arange(m)
+        tested = pool[sides]
+        grid = [guesses] if guesses is not None else guess_grid(max(tested.size, 1))
+        planned = [split_guesses(min(int(k), tested.size), sides) for k in grid]
         level = gamma / len(planned) if strategy == "bonferroni" else gamma
     counter = _Counter(z[tested][_order(s[tested], key[tested])])
     k_c = [counter.guesses(a, b) for a, b in planned]
@@ -727,28 +833,45 @@ def audit_one_run(
         counts=[[k, c] for k, c in k_c],
         mu=mu,
         seed=seed,
+        inclusion=inclusion,
+        coins=[coins[0], coins[1]],
     )
+
+
+def _mode(k_in: int, k_out: int, sides: str) -> str:
+    """The pool (:func:`pools`) of ``(k_+, k_-)`` guesses: ``"in"`` or ``"out"`` for guesses one
+    way only, ``"both"`` for guesses both ways."""
+    if sides == "in" or k_out == 0:
+        return "in"
+    return "out" if k_in == 0 else "both"
 
 
 def _split_choice(
     s: np.ndarray,
     z: np.ndarray,
     key: np.ndarray,
+    pools_sel: dict[str, np.ndarray],
     sides: str,
     value: Callable[[int, int, int], float],
 ) -> tuple[int, int]:
-    """``(k_+, k_-)`` that gives the largest bound on the selection canaries (``s``, ``z``, their
-    tie keys ``key``), among :data:`SPLIT_GRID_SIZE` totals and the :data:`SPLIT_SHARES` of "in"
-    guesses."""
-    m = s.size
-    counter = _Counter(z[_order(s, key)])
+    """``(k_+, k_-)`` that gives the largest bound on the selection canaries, among
+    :data:`SPLIT_GRID_SIZE` totals and the :data:`SPLIT_SHARES` of "in" guesses, each share
+    counted in its own pool of the selection canaries (``pools_sel``, by :func:`_mode`);
+    ``s``, ``z`` and ``key`` are the scores, inclusions and tie keys of all canaries."""
     shares = SPLIT_SHARES if sides == "both" else (1.0,)
-    best, choice = -math.inf, split_guesses(min(10, m), sides)
-    for k in guess_grid(m, SPLIT_GRID_SIZE):
+    counters = {}
+    for mode, idx in pools_sel.items():
+        counters[mode] = (idx.size, _Counter(z[idx][_order(s[idx], key[idx])]))
+    size = pools_sel[sides].size
+    best, choice = -math.inf, split_guesses(min(10, max(size, 1)), sides)
+    for k in guess_grid(max(size, 1), SPLIT_GRID_SIZE):
         for share in shares:
             k_in = int(round(share * int(k)))
             k_out = int(k) - k_in
-            v = value(m, *counter.guesses(k_in, k_out))
+            m_t, counter = counters[_mode(k_in, k_out, sides)]
+            if k_in + k_out > m_t:
+                continue
+            v = value(m_t, *counter.guesses(k_in, k_out))
             if v > best:
                 best, choice = v, (k_in, k_out)
     return choice

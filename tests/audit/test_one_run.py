@@ -17,6 +17,7 @@ from dpaudit.audit.one_run import (
     OneRunResult,
     audit_one_run,
     check_design,
+    coin_range,
     correct_guesses,
     fdp_epsilon,
     fdp_mu,
@@ -24,6 +25,7 @@ from dpaudit.audit.one_run import (
     fdp_rejects_eps_delta,
     fdp_rejects_gdp,
     guess_grid,
+    pools,
     simulate_one_run,
     split_canaries,
     split_guesses,
@@ -223,7 +225,7 @@ def test_inclusion_design_is_checked(share):
     rng = np.random.default_rng(0)
     m = 10_000
     z = (rng.random(m) < share).astype(int)
-    with pytest.raises(ValueError, match=r"^included: .* fair coin"):
+    with pytest.raises(ValueError, match=r"^included: .* coin of probability 0.5"):
         audit_one_run(rng.standard_normal(m), z)
     fair = (rng.random(m) < 0.5).astype(int)
     assert check_design(fair) >= DESIGN_CHECK_LEVEL
@@ -233,6 +235,145 @@ def test_inclusion_design_is_checked(share):
     tail = min(pmf[: n_in + 1].sum(), pmf[n_in:].sum())
     assert check_design(fair) == pytest.approx(min(1.0, 2 * tail), rel=1e-9)
     assert audit_one_run(rng.standard_normal(m), fair, sides="in").bound >= 0.0
+
+
+def _biased_positives(m, coin, seeds, **kwargs):
+    """Of ``seeds`` audits of scores that carry no information (true eps = 0) whose canaries
+    were included by coins of probability ``coin`` (the audit assumes 1/2): how many the design
+    check lets through, and how many of those certify eps > 0."""
+    passed = positive = 0
+    for seed in seeds:
+        rng = np.random.default_rng([5, seed])
+        z = (rng.random(m) < coin).astype(int)
+        try:
+            result = audit_one_run(rng.standard_normal(m), z, seed=seed, **kwargs)
+        except ValueError:
+            continue
+        passed += 1
+        positive += result.bound > 0
+    return passed, positive
+
+
+@pytest.mark.parametrize("sides", ["both", "in"])
+@pytest.mark.parametrize("method", ["fdp", "steinke"])
+def test_a_biased_coin_the_check_lets_through_certifies_nothing(method, sides):
+    """Coins of probability 0.55 for 1,000 canaries get past the design check on 32 of 40 seeds
+    (its p-value against fair coins is often above 1e-4); from scores that carry no information,
+    guessing "in" then certified eps > 0 on 94 of 200 audits, since a biased coin makes an
+    "included" guess right more often than half the time. One-sided guesses are made in pools
+    thinned for the largest coin the check lets through (``coin_range``), so at most 6 of the 40
+    seeds may certify eps > 0 in each cell (a valid 95% bound exceeds 6 of 40 with probability
+    0.0034). The split, which may choose one-sided guesses on its selection half, is tested too."""
+    for strategy in ("bonferroni", "split"):
+        passed, positive = _biased_positives(
+            1_000, 0.55, range(40), method=method, sides=sides, strategy=strategy
+        )
+        assert passed >= 30 and positive <= 6, (strategy, passed, positive)
+
+
+def test_a_biased_coin_certifies_without_thinned_pools(monkeypatch):
+    """The twin that fails: with every pool holding all the canaries (guesses "in" made among
+    all of them, as before the pools), the same coins certify eps > 0 from no information on
+    more than 6 of the 40 seeds."""
+    from dpaudit.audit import one_run
+
+    def unthinned(included, p, coins, seed=0):
+        every = np.arange(np.asarray(included).size)
+        return {"both": every, "in": every, "out": every}
+
+    monkeypatch.setattr(one_run, "pools", unthinned)
+    _, positive = _biased_positives(1_000, 0.55, range(40), sides="in", strategy="bonferroni")
+    assert positive > 6
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("m, coin", [(10_000, 0.5165), (1_000, 0.55)])
+@pytest.mark.parametrize("sides", ["both", "in"])
+@pytest.mark.parametrize("method", ["fdp", "steinke"])
+def test_biased_coins_certify_nothing_over_200_seeds(m, coin, method, sides):
+    """The biased coins of the design check's blind spot, every method, side and strategy, 200
+    seeds: at most 19 of the audits the check lets through certify eps > 0 (Binomial(200,
+    0.05) exceeds 19 with probability 0.0027; fewer than 200 audits pass, which only lowers
+    it)."""
+    for strategy in ("bonferroni", "split"):
+        _, positive = _biased_positives(
+            m, coin, range(200), method=method, sides=sides, strategy=strategy
+        )
+        assert positive <= 19, (strategy, positive)
+
+
+def test_coin_range_is_where_the_check_passes_with_probability_gamma():
+    """``coin_range``: the check passes the counts ``lo..hi`` (brute force over every count with
+    ``check_design``), and at ``p_max`` (``p_min``) the probability of a count at most ``hi``
+    (at least ``lo``) is exactly ``gamma``; beyond them it is smaller."""
+    m, gamma = 600, 0.05
+    for p in (0.5, 0.3):
+        passing = []
+        for n_in in range(m + 1):
+            z = np.r_[np.ones(n_in), np.zeros(m - n_in)]
+            try:
+                check_design(z, p)
+            except ValueError:
+                continue
+            passing.append(n_in)
+        lo, hi = min(passing), max(passing)
+        assert passing == list(range(lo, hi + 1))
+        p_min, p_max = coin_range(m, p, gamma)
+        assert stats.binom.cdf(hi, m, p_max) == pytest.approx(gamma, rel=1e-9)
+        assert stats.binom.sf(lo - 1, m, p_min) == pytest.approx(gamma, rel=1e-9)
+        assert stats.binom.cdf(hi, m, p_max + 0.01) < gamma
+        assert p_min < p < p_max
+
+
+def test_pools_make_the_kept_canaries_fair_coins():
+    """At the coin each pool is thinned for, a kept canary is included with probability 1/2:
+    800,000 canaries included with probability 0.7 (the "both" pool of a design with
+    ``inclusion=0.7``) and with the range's ends (the one-sided pools); the share of included
+    canaries in each pool is within 5 standard errors of 1/2 (false failure below 1e-6)."""
+    rng = np.random.default_rng(3)
+    m = 800_000
+    for p, coins, mode in ((0.7, (0.6, 0.8), "both"), (0.5, (0.45, 0.62), "in")):
+        coin = {"both": p, "in": coins[1]}[mode]
+        z = (rng.random(m) < coin).astype(int)
+        kept = pools(z, p, coins, seed=1)[mode]
+        share = z[kept].mean()
+        assert abs(share - 0.5) < 5 * 0.5 / np.sqrt(kept.size)
+    z = (rng.random(m) < 0.45).astype(int)
+    kept = pools(z, 0.5, (0.45, 0.62), seed=1)["out"]
+    assert abs(z[kept].mean() - 0.5) < 5 * 0.5 / np.sqrt(kept.size)
+
+
+def test_a_designed_inclusion_probability_is_used_by_the_test():
+    """``inclusion=0.3``: the check is centred on 0.3 (a fair-coin vector is refused, naming
+    ``included``), the guesses are made among canaries thinned to fair coins, and the bound of a
+    mu = 1 run stays below the truth on all of 20 seeds while certifying on most."""
+    truth = gdp_epsilon(1e-5, 1.0)
+    positive = 0
+    for seed in range(20):
+        s, z = simulate_one_run(4_000, 1.0, seed=seed, p=0.3)
+        r = audit_one_run(s, z, inclusion=0.3, seed=seed)
+        assert r.inclusion == 0.3 and r.m_tested < 4_000
+        assert r.epsilon_lower_bound() <= truth
+        positive += r.bound > 0
+    assert positive >= 15
+    fair = (np.random.default_rng(0).random(4_000) < 0.5).astype(int)
+    with pytest.raises(ValueError, match=r"^included: .* probability 0.3"):
+        audit_one_run(np.zeros(4_000), fair, inclusion=0.3)
+    with pytest.raises(ValueError, match="^inclusion"):
+        audit_one_run(np.zeros(4_000), fair, inclusion=1.0)
+
+
+def test_the_design_check_level_is_pinned():
+    """5,295 of 10,000 included has p-value 3.8e-9 under fair coins: refused at the check's level
+    1e-4 (a check at 1e-9 let it through, and guessing "in" on uninformative scores then
+    certified eps >= 0.062 before the pools were thinned). The one-sided pools are thinned for
+    the range the check at that level implies."""
+    assert DESIGN_CHECK_LEVEL == 1e-4
+    z = np.r_[np.ones(5_295), np.zeros(4_705)]
+    with pytest.raises(ValueError, match="^included: 5295 of 10000"):
+        check_design(z)
+    assert coin_range(10_000, 0.5, 0.05) == coin_range(10_000, 0.5, 0.05, DESIGN_CHECK_LEVEL)
+    assert coin_range(10_000, 0.5, 0.05)[1] == pytest.approx(0.52776, abs=1e-5)
 
 
 def _laplace_run(m, eps, seed):
@@ -349,9 +490,13 @@ def test_levels_are_pinned():
     assert bonf.bound == best
     split = audit_one_run(s, z, strategy="split")
     assert split.per_guess_level == gamma and len(split.counts) == 1
-    assert split.m_tested == 5_000
+    # The evaluation half, in the pool of the guesses chosen (here "excluded" guesses only).
+    assert (split.guesses_in, split.guesses_out) == (0, 53)
+    _, evaluation = split_canaries(10_000, 0)
+    pool = pools(z, 0.5, coin_range(10_000, 0.5, gamma), 0)["out"]
+    assert split.m_tested == np.intersect1d(evaluation, pool).size == 4_729
     ((k, c),) = split.counts
-    assert split.bound == fdp_epsilon(5_000, k, c, 1e-5, gamma)
+    assert split.bound == fdp_epsilon(4_729, k, c, 1e-5, gamma)
     fixed = audit_one_run(s, z, guesses=1000, method="steinke")
     assert fixed.per_guess_level == gamma and fixed.strategy == "bonferroni"
     assert fixed.bound == steinke_epsilon(10_000, *fixed.counts[0], 1e-5, gamma)
@@ -401,9 +546,10 @@ def test_split_ranks_a_familys_guesses_pessimistically_and_steinkes_at_gamma():
 
     s, z = simulate_one_run(20_000, 0.5, seed=3)
     sel, tested = split_canaries(s.size, 0)
-    key = tie_keys(s.size, 0)[sel]
-    scale = tested.size / sel.size
+    key = tie_keys(s.size, 0)
     gamma = 0.05
+    pool = pools(z, 0.5, coin_range(s.size, 0.5, gamma), 0)
+    sel_pools = {mode: np.intersect1d(sel, kept) for mode, kept in pool.items()}
     rankings = {
         "gdp": lambda m, k, c: fdp_mu(m, k, c, SPLIT_PESSIMISM * gamma, refinements=1),
         "steinke": lambda m, k, c: steinke_epsilon(m, k, c, 1e-5, gamma, iterations=8),
@@ -411,15 +557,17 @@ def test_split_ranks_a_familys_guesses_pessimistically_and_steinkes_at_gamma():
     for name, ranking in rankings.items():
         kwargs = {"family": "gdp"} if name == "gdp" else {"method": "steinke"}
         result = audit_one_run(s, z, strategy="split", **kwargs)
-        k_in, k_out = _split_choice(s[sel], z[sel], key, "both", ranking)
+        k_in, k_out = _split_choice(s, z, key, sel_pools, "both", ranking)
+        assert k_in > 0 and k_out > 0  # both ways: the pool of all canaries
+        scale = tested.size / sel.size
         assert (result.guesses_in, result.guesses_out) == (
             round(k_in * scale),
             round(k_out * scale),
         )
     unranked = _split_choice(
-        s[sel], z[sel], key, "both", lambda m, k, c: fdp_mu(m, k, c, gamma, refinements=1)
+        s, z, key, sel_pools, "both", lambda m, k, c: fdp_mu(m, k, c, gamma, refinements=1)
     )
-    assert unranked != _split_choice(s[sel], z[sel], key, "both", rankings["gdp"])
+    assert unranked != _split_choice(s, z, key, sel_pools, "both", rankings["gdp"])
 
 
 def test_two_sided_guesses_are_symmetric():
