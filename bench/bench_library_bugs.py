@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -60,7 +61,13 @@ def _cache(path: str | None) -> Path:
 
 def _environment(root: Path, bug: dict[str, Any], version: str) -> tuple[Path, float]:
     """The virtualenv of ``package==version`` (made once, then reused) and the seconds spent
-    making it now (0 when it was there)."""
+    making it now (0 when it was there).
+
+    When the bug needs nothing beyond dpaudit's own requirements and this script runs in a
+    virtualenv that has dpaudit, that virtualenv is copied as hard links (fast, no disk) and the
+    library's version installed into the copy; otherwise a fresh virtualenv gets this checkout
+    of dpaudit (editable) and the bug's ``install`` requirements first.
+    """
     extra = "-".join(sorted(bug["install"])).replace("<", "lt").replace(">", "gt")
     name = f"{bug['package']}-{version}" + (f"-{extra}" if extra else "")
     venv = root / name
@@ -68,13 +75,35 @@ def _environment(root: Path, bug: dict[str, Any], version: str) -> tuple[Path, f
     if (venv / ".ready").exists():
         return python, 0.0
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
-    pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-    subprocess.run([*pip, "-e", str(REPO), *bug["install"]], check=True)
     requirement = f"{bug['package']}=={version}"
-    subprocess.run([*pip, *(["--no-deps"] if bug["no_deps"] else []), requirement], check=True)
+    pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    here = Path(sys.prefix)
+    if venv.exists():
+        shutil.rmtree(venv)
+    if not bug["install"] and here != Path(sys.base_prefix) and _has_dpaudit():
+        shutil.copytree(here, venv, symlinks=True, copy_function=os.link)
+        commands = [[*pip, *(["--no-deps"] if bug["no_deps"] else []), requirement]]
+    else:
+        commands = [
+            [sys.executable, "-m", "venv", "--clear", str(venv)],
+            [*pip, "-e", str(REPO), *bug["install"]],
+            [*pip, *(["--no-deps"] if bug["no_deps"] else []), requirement],
+        ]
+    for command in commands:
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode != 0:
+            tail = " ".join(done.stderr.split()[-60:])
+            raise RuntimeError(f"installing {requirement} failed: {tail}")
     (venv / ".ready").write_text(requirement + "\n")
     return python, time.perf_counter() - started
+
+
+def _has_dpaudit() -> bool:
+    """Whether this interpreter imports this checkout's dpaudit."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("dpaudit")
+    return spec is not None and spec.origin is not None and REPO in Path(spec.origin).parents
 
 
 # --------------------------------------------------------------------------- audits (workers)
@@ -89,13 +118,16 @@ def _claims(eps: float, relations: tuple[str, ...], delta: float = 0.0) -> dict[
     return {r: Claimed(approx_dp(eps, delta), table, (delta,), text) for r in relations}
 
 
-def _scalar_pairs(n: int, low: float, high: float, columns: int = 1) -> Callable[[str], Any]:
-    """Boundary and random pairs of ``n`` records in ``[low, high]``, each record repeated over
-    ``columns`` columns: dpaudit's generators on the declared settings."""
+def _scalar_pairs(columns: int = 1, rounding: bool = False) -> Callable[[str], Any]:
+    """Boundary and random pairs (and, with ``rounding``, the rounding search on ``numpy.sum``)
+    of ``N`` records in ``RECORDS``, each record repeated over ``columns`` columns: dpaudit's
+    generators on the settings."""
     import numpy as np
 
     from dpaudit.mechanisms.base import NeighbouringPair
-    from dpaudit.mechanisms.pairs import boundary_pairs, random_pairs
+    from dpaudit.mechanisms.pairs import boundary_pairs, random_pairs, rounding_pairs
+
+    low, high = RECORDS
 
     def widen(pair: NeighbouringPair) -> NeighbouringPair:
         if columns == 1:
@@ -104,17 +136,83 @@ def _scalar_pairs(n: int, low: float, high: float, columns: int = 1) -> Callable
         return NeighbouringPair(d, d_prime, pair.relation, pair.description)
 
     def pairs(relation: str) -> dict[str, Any]:
-        return {
-            "boundary": [widen(p) for p in boundary_pairs(n, low, high, relation=relation)],
-            "random": [widen(p) for p in random_pairs(n, low, high, relation=relation, budget=4)],
+        out = {
+            "boundary": [widen(p) for p in boundary_pairs(N, low, high, relation=relation)],
+            "random": [widen(p) for p in random_pairs(N, low, high, relation=relation, budget=4)],
         }
+        if rounding:
+            out["rounding"] = rounding_pairs(N, low, high, relation=relation, accumulate=np.sum)
+        return out
 
     return pairs
 
 
 #: The settings every audit written here starts from, as the library batteries do: datasets of
-#: ``N`` records in ``BOUNDS``, claims at ``EPSILON``.
-N, BOUNDS, EPSILON = 10, (0.0, 1.0), 1.0
+#: ``N`` records in ``RECORDS``, the function told the bounds ``BOUNDS``, claims at ``EPSILON``.
+#: ``--guided`` replaces them with a bug's ``reported`` settings (where its report shows it).
+N, BOUNDS, RECORDS, EPSILON = 10, (0.0, 1.0), (0.0, 1.0), 1.0
+
+
+def _configure(reported: dict[str, Any]) -> None:
+    """Audit at the settings of a bug's report: ``n``, the declared ``low`` and ``high``, and
+    the records' range (``records_low``, ``records_high``; default the declared bounds)."""
+    global N, BOUNDS, RECORDS
+    N = int(reported["n"])
+    BOUNDS = (float(reported["low"]), float(reported["high"]))
+    RECORDS = (
+        float(reported.get("records_low", BOUNDS[0])),
+        float(reported.get("records_high", BOUNDS[1])),
+    )
+
+
+def _diffprivlib_tool(name: str) -> Any:
+    """``diffprivlib.tools.<name>(records, epsilon, bounds)``, as the diffprivlib battery calls
+    it, with the rounding search among its pairs; diffprivlib is silent about its relation."""
+    import numpy as np
+
+    from dpaudit.libraries.battery import Function, Library
+
+    def release() -> Callable[..., Any]:
+        from diffprivlib import tools
+        from diffprivlib.accountant import BudgetAccountant
+
+        tool = getattr(tools, name)
+
+        def fn(dataset: Any, size: int, rng: Any) -> Any:
+            data = np.asarray(dataset, float)
+            state = np.random.RandomState(int(rng.integers(2**31)))
+            out = [
+                tool(
+                    data,
+                    epsilon=EPSILON,
+                    bounds=BOUNDS,
+                    random_state=state,
+                    accountant=BudgetAccountant(),
+                )
+                for _ in range(size)
+            ]
+            return np.asarray(out, dtype=float)
+
+        return fn
+
+    function = Function(
+        f"tools.{name}(epsilon=1, bounds={BOUNDS})",
+        release,
+        _claims(EPSILON, ("replace_one", "add_remove")),
+        _scalar_pairs(rounding=True),
+        stated=False,
+    )
+    return Library("diffprivlib", "diffprivlib", "diffprivlib", lambda: [function], True, True)
+
+
+def diffprivlib_sum() -> Any:
+    """``diffprivlib.tools.sum`` (:func:`_diffprivlib_tool`)."""
+    return _diffprivlib_tool("sum")
+
+
+def diffprivlib_mean() -> Any:
+    """``diffprivlib.tools.mean`` (:func:`_diffprivlib_tool`)."""
+    return _diffprivlib_tool("mean")
 
 
 def smartnoise_covariance() -> Any:
@@ -152,7 +250,7 @@ def smartnoise_covariance() -> Any:
         "DPcovariance.release(2 columns)",
         release,
         _claims(EPSILON, ("replace_one",)),
-        _scalar_pairs(N, *BOUNDS, columns=2),
+        _scalar_pairs(columns=2),
     )
     return Library("smartnoise-synth", "pandas", "smartnoise-synth", lambda: [function], True, True)
 
@@ -189,7 +287,7 @@ def diffprivlib_linear_regression() -> Any:
         "models.LinearRegression(epsilon=1, bounds=(0, 1))",
         release,
         _claims(EPSILON, ("replace_one", "add_remove")),
-        _scalar_pairs(N, *BOUNDS, columns=2),
+        _scalar_pairs(columns=2),
         stated=False,
     )
     return Library("diffprivlib", "diffprivlib", "diffprivlib", lambda: [function], True, True)
@@ -226,7 +324,7 @@ def _opendp_library(name: str, build: Callable[[], Any]) -> Any:
 
         return fn
 
-    function = Function(name, release, _claims(eps, ("replace_one",)), _scalar_pairs(N, *BOUNDS))
+    function = Function(name, release, _claims(eps, ("replace_one",)), _scalar_pairs())
     return Library("opendp", "opendp", "opendp", lambda: [function], False, True)
 
 
@@ -285,12 +383,14 @@ def python_dp_bounded_sum() -> Any:
         "BoundedSum(epsilon=1, bounds=(0, 1), dtype=float)",
         release,
         _claims(EPSILON, ("add_remove",)),
-        _scalar_pairs(N, *BOUNDS),
+        _scalar_pairs(),
     )
     return Library("python-dp", "pydp", "python-dp", lambda: [function], False, True)
 
 
 RECIPES: dict[str, Callable[[], Any]] = {
+    "diffprivlib_sum": diffprivlib_sum,
+    "diffprivlib_mean": diffprivlib_mean,
     "smartnoise_covariance": smartnoise_covariance,
     "diffprivlib_linear_regression": diffprivlib_linear_regression,
     "opendp_sized_float_sum": opendp_sized_float_sum,
@@ -299,9 +399,13 @@ RECIPES: dict[str, Callable[[], Any]] = {
 }
 
 
-def _worker(bug: dict[str, Any], trials: int) -> dict[str, Any]:
-    """Audit ``bug`` in this interpreter (its virtualenv): ``{"refuted", "lines"}``."""
-    if bug["recipe"] == "battery":
+def _worker(bug: dict[str, Any], trials: int, guided: bool) -> dict[str, Any]:
+    """Audit ``bug`` in this interpreter (its virtualenv): ``{"refuted", "lines"}``; ``guided``:
+    at the settings of its report, with the Python API."""
+    recipe = bug.get("guided_recipe", bug["recipe"]) if guided else bug["recipe"]
+    if guided:
+        _configure(bug["reported"])
+    if recipe == "battery":
         with tempfile.TemporaryDirectory() as tmp:
             command = [
                 *("library", bug["library"], "-o", str(Path(tmp) / "out")),
@@ -309,42 +413,36 @@ def _worker(bug: dict[str, Any], trials: int) -> dict[str, Any]:
                 *("--n-jobs", "1", "-q"),
             ]
             done = subprocess.run(
-                [str(Path(sys.executable).with_name("dpaudit")), *command],
+                [sys.executable, "-m", "dpaudit.cli", *command],
                 capture_output=True,
                 text=True,
             )
-        lines = [line for line in done.stdout.splitlines() if line.startswith("REFUTED:")]
-        refuted = done.returncode == 3 and any(bug["battery_function"] in line for line in lines)
+        lines = [line for line in done.stdout.splitlines() if line.startswith(("REFUTED:", "VIOL"))]
+        refuted = done.returncode == 3 and any(
+            line.startswith("REFUTED:") and bug["battery_function"] in line for line in lines
+        )
         if done.returncode not in (0, 3):
             return {"refuted": False, "lines": [done.stderr.strip()[-300:]], "error": True}
         return {"refuted": refuted, "lines": lines}
     from dpaudit.libraries.battery import plan, run
+    from dpaudit.reports.batteries import refuted_lines, unrefuted_lines
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        library = RECIPES[bug["recipe"]]()
+        library = RECIPES[recipe]()
         battery = run(plan(library, trials=trials, quick=True))
-    findings, _ = battery.explained()
-    lines = [
-        f"REFUTED: {f['claim']} — {f['reason']}" for f in findings if f["verdict"] == "violated"
-    ]
-    return {"refuted": battery.refuted, "lines": lines}
+    section = battery.document()["battery"]
+    return {"refuted": battery.refuted, "lines": refuted_lines(section) + unrefuted_lines(section)}
 
 
 # --------------------------------------------------------------------------- the bench
 
 
-def _audit(python: Path, bug: dict[str, Any], trials: int) -> dict[str, Any]:
+def _audit(python: Path, bug: dict[str, Any], trials: int, guided: bool) -> dict[str, Any]:
     started = time.perf_counter()
+    worker = [str(python), str(Path(__file__).resolve()), "--worker", bug["id"]]
     done = subprocess.run(
-        [
-            str(python),
-            str(Path(__file__).resolve()),
-            "--worker",
-            bug["id"],
-            "--trials",
-            str(trials),
-        ],
+        [*worker, "--trials", str(trials), *(["--guided"] if guided else [])],
         capture_output=True,
         text=True,
     )
@@ -361,11 +459,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", help="where the virtualenvs live (outside the repository)")
     parser.add_argument("--trials", type=int, default=2000, help="trials per dataset")
     parser.add_argument("--only", nargs="+", metavar="ID", help="bugs to run (their ids)")
+    parser.add_argument(
+        "--guided",
+        action="store_true",
+        help="audit at the settings of each bug's report instead of the default ones (a check "
+        "that the corpus is detectable from outputs, not counted as found by dpaudit)",
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     bugs = {bug["id"]: bug for bug in corpus()}
     if args.worker:
-        print(json.dumps(_worker(bugs[args.worker], args.trials)))
+        print(json.dumps(_worker(bugs[args.worker], args.trials, args.guided)))
         return 0
     unknown = sorted(set(args.only or []) - set(bugs))
     if unknown:
@@ -373,8 +477,10 @@ def main(argv: list[str] | None = None) -> int:
     chosen = [bugs[name] for name in args.only] if args.only else list(bugs.values())
     root = _cache(args.cache)
     root.mkdir(parents=True, exist_ok=True)
+    mode = "at the settings of the reports" if args.guided else "at dpaudit's own settings"
     print(
-        f"corpus {CORPUS.name}: {len(chosen)} bugs; virtualenvs in {root}; {args.trials:,} trials"
+        f"corpus {CORPUS.name}: {len(chosen)} bugs, {mode}; virtualenvs in {root}; "
+        f"{args.trials:,} trials"
     )
     print(f"{'bug':<50} {'version':<14} {'verdict':<13} {'s':>7}")
     found, fixed_refuted, fixed_runs, seconds = [], [], 0, []
@@ -383,8 +489,13 @@ def main(argv: list[str] | None = None) -> int:
             version = bug[kind]
             if not version:
                 continue
-            python, installed = _environment(root, bug, version)
-            result = _audit(python, bug, args.trials)
+            try:
+                python, installed = _environment(root, bug, version)
+            except RuntimeError as exc:
+                python, installed, result = None, 0.0, {"refuted": False, "error": True}
+                result.update(lines=[str(exc)[:300]], seconds=0.0)
+            if python is not None:
+                result = _audit(python, bug, args.trials, args.guided)
             verdict = (
                 "error"
                 if result.get("error")
@@ -407,8 +518,11 @@ def main(argv: list[str] | None = None) -> int:
                     fixed_refuted.append(bug["id"])
             if installed:
                 print(f"    (virtualenv made in {installed:.0f} s)")
-    recall = len(found) / len(chosen)
-    print(f"recall on the corpus: {len(found)}/{len(chosen)} = {100 * recall:.0f}%")
+    share = f"{len(found)}/{len(chosen)} = {100 * len(found) / len(chosen):.0f}%"
+    if args.guided:
+        print(f"refuted at the settings of the reports (not dpaudit's own finding): {share}")
+    else:
+        print(f"recall on the corpus: {share}")
     print(f"time per bug: median {statistics.median(seconds):.1f} s, max {max(seconds):.1f} s")
     print(f"refutations on fixed versions: {len(fixed_refuted)}/{fixed_runs}")
     if found:

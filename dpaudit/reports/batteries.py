@@ -50,8 +50,10 @@ def row_evidence(row: Mapping[str, Any]) -> str:
 
 
 def finding_text(finding: Mapping[str, Any]) -> str:
-    """A claim with its relation and reason, as a ``REFUTED:`` line writes it."""
-    return f"{finding['claim']} — {finding['reason']}"
+    """A claim with its relation and reason, as a ``REFUTED:`` line writes it (the claim alone
+    from a ``results.json`` written before findings had reasons)."""
+    reason = finding.get("reason")
+    return f"{finding['claim']} — {reason}" if reason else str(finding["claim"])
 
 
 def refuted_lines(section: Mapping[str, Any]) -> list[str]:
