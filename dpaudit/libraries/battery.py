@@ -556,7 +556,34 @@ def _run_row(plan: Plan, index: int, library_version: str) -> tuple[dict[str, An
         # The black box's only theory is the claim it is audited against: the record holds
         # that curve once, as the claim, not again as a theory column of its own.
         (record.get("theory") or {}).pop("claim", None)
+        claimed = record.get("claim") or {}
+        if "tradeoff" in claimed:
+            claimed["tradeoff"] = _bends(claimed["tradeoff"])
     return record, time.perf_counter() - start
+
+
+def _bends(points: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored curve ``{"alpha", "beta"}`` by the points where it bends: an (eps, delta) claim
+    is a few straight pieces sampled at hundreds of points. Walking along the curve, a point is
+    dropped when the chord from the last point kept to the next point passes within ``1e-13``
+    of it; the result is kept only when linear interpolation between the points kept gives back
+    every stored point to within ``1e-12`` (else the curve is returned as it was)."""
+    alpha = np.asarray(points["alpha"], dtype=float)
+    beta = np.asarray(points["beta"], dtype=float)
+    if alpha.size < 3 or np.any(np.diff(alpha) <= 0):
+        return dict(points)
+    kept = [0]
+    for i in range(1, alpha.size - 1):
+        j = kept[-1]
+        chord = beta[j] + (beta[i + 1] - beta[j]) * (alpha[i] - alpha[j]) / (
+            alpha[i + 1] - alpha[j]
+        )
+        if abs(chord - beta[i]) > 1e-13:
+            kept.append(i)
+    kept.append(alpha.size - 1)
+    if np.max(np.abs(np.interp(alpha, alpha[kept], beta[kept]) - beta)) > 1e-12:
+        return dict(points)
+    return {"alpha": alpha[kept].tolist(), "beta": beta[kept].tolist()}
 
 
 def _table_row(row: Row, record: Mapping[str, Any], seconds: float) -> dict[str, Any]:

@@ -42,6 +42,7 @@ __all__ = [
     "plot_privacy_profile",
     "plot_histogram",
     "tradeoff_figure",
+    "FIGURE_KEYS",
     "audit_figures",
     "battery_figure",
     "figure_png",
@@ -508,11 +509,18 @@ def tradeoff_figure(result: Any) -> Figure:
     return fig
 
 
-def audit_figures(result: Any) -> dict[str, Figure]:
-    """Every figure of an audit: ``{"tradeoff", "profile", "histogram"}`` -> Figure."""
+#: The figures of an audit, in the order :func:`audit_figures` draws them.
+FIGURE_KEYS = ("tradeoff", "profile", "histogram")
+
+
+def audit_figures(result: Any, keys: tuple[str, ...] = FIGURE_KEYS) -> dict[str, Figure]:
+    """The figures of an audit named in ``keys`` (default all: ``"tradeoff"``, ``"profile"``,
+    ``"histogram"``) -> Figure."""
     record = as_record(result)
-    figures = {"tradeoff": tradeoff_figure(record)}
+    figures = {"tradeoff": tradeoff_figure(record)} if "tradeoff" in keys else {}
     for key, plot in (("profile", plot_privacy_profile), ("histogram", plot_histogram)):
+        if key not in keys:
+            continue
         ax = _new_axes((5.4, 5.2))
         plot(record, ax, legend=False)
         _legend_below(ax.figure, ax, ncols=2)

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from dpaudit._core.validation import check_choice, check_writable_directory
-from dpaudit.reports.figures import audit_figures, battery_figure, figure_png
+from dpaudit.reports.figures import FIGURE_KEYS, audit_figures, battery_figure, figure_png
 from dpaudit.reports.html import render_html
 from dpaudit.reports.markdown import render_markdown
 from dpaudit.reports.records import as_record, check_audits, results_document
@@ -219,16 +219,21 @@ def _document(results: Any) -> dict[str, Any]:
     return document
 
 
-#: What ``figures`` of :func:`write` takes: every audit's figures, or the violated ones' only.
+#: What ``figures`` of :func:`write` takes: every audit's figures, or the trade-off plane of
+#: the violated ones only.
 FIGURES = ("all", "violated")
 
 
-def _drawn(records: Sequence[Mapping[str, Any]], figures: str | None, battery: bool) -> list[bool]:
-    """Whether each record gets its figures: all of them, or (``"violated"``, the default of a
-    battery's report) the violated ones."""
+def _drawn(
+    records: Sequence[Mapping[str, Any]], figures: str | None, battery: bool
+) -> list[tuple[str, ...]]:
+    """The figures each record gets: all of them (``"all"``), or (``"violated"``, the default of
+    a battery's report) the trade-off plane of a violated record, where the refutation shows."""
     chosen = figures if figures is not None else "violated" if battery else "all"
     check_choice("figures", chosen, FIGURES)
-    return [chosen == "all" or r.get("verdict") == "violated" for r in records]
+    if chosen == "all":
+        return [FIGURE_KEYS for _ in records]
+    return [("tradeoff",) if r.get("verdict") == "violated" else () for r in records]
 
 
 def write(
@@ -256,7 +261,8 @@ def write(
     dpi:
         Resolution of the PNG figures.
     figures:
-        ``"all"``: every audit's figures; ``"violated"``: the violated audits' only. Default:
+        ``"all"``: every audit's figures; ``"violated"``: the trade-off plane of the violated
+        audits only. Default:
         ``"all"``, and ``"violated"`` for a library battery's document (one with a
         ``"battery"`` section), whose report also gets a summary figure of all its rows.
     progress:
@@ -284,7 +290,7 @@ def write(
     taken: set[str] = set()
     slugs = [_slug(str(r.get("name", "audit")), taken) for r in records]
     tell = progress if progress is not None else (lambda line: None)
-    count = sum(drawn) + (battery is not None)
+    count = sum(bool(keys) for keys in drawn) + (battery is not None)
     with atomic_directory(path) as tmp:
         (tmp / "figures").mkdir()
         pngs: list[dict[str, bytes]] = []
@@ -295,12 +301,13 @@ def write(
             summary = (figure_png(battery_figure(battery), dpi=dpi), "figures/summary.png")
             (tmp / summary[1]).write_bytes(summary[0])
         done = int(battery is not None)
-        for record, slug, draw in zip(records, slugs, drawn, strict=True):
+        for record, slug, keys in zip(records, slugs, drawn, strict=True):
             pngs.append({})
-            if draw:
+            if keys:
                 done += 1
                 tell(f"figure {done}/{count}: {record.get('name', 'audit')}")
-                pngs[-1] = {k: figure_png(f, dpi=dpi) for k, f in audit_figures(record).items()}
+                drawn_now = audit_figures(record, keys)
+                pngs[-1] = {k: figure_png(f, dpi=dpi) for k, f in drawn_now.items()}
             paths.append({key: f"figures/{slug}-{key}.png" for key in pngs[-1]})
             for key, rel in paths[-1].items():
                 (tmp / rel).write_bytes(pngs[-1][key])

@@ -53,11 +53,11 @@ def _function(name, stated):
     return Function(name, _release, claims, _pairs, stated=stated)
 
 
-def _tiny_figures(record):
-    """Three one-pixel figures in place of an audit's (only their number is tested here)."""
+def _tiny_figures(record, keys=("tradeoff", "profile", "histogram")):
+    """One-pixel figures in place of an audit's (only their number is tested here)."""
     from matplotlib.figure import Figure
 
-    return {key: Figure(figsize=(0.1, 0.1)) for key in ("tradeoff", "profile", "histogram")}
+    return {key: Figure(figsize=(0.1, 0.1)) for key in keys}
 
 
 @pytest.fixture(scope="module")
@@ -150,15 +150,19 @@ def test_the_report_draws_the_violated_rows_figures_and_tells_of_each(runs):
     document = json.loads((report / "results.json").read_text())
     violated = [r["name"] for r in document["audits"] if r["verdict"] == "violated"]
     assert 0 < len(violated) < len(document["audits"]) == 8
+    # by default: the trade-off plane of each violated row, and the summary
     pngs = sorted(p.name for p in (report / "figures").iterdir())
-    assert len(pngs) == 3 * len(violated) + 1 and "summary.png" in pngs
+    assert len(pngs) == len(violated) + 1 and "summary.png" in pngs
+    assert all(name.endswith("-tradeoff.png") for name in pngs if name != "summary.png")
     page = (report / "index.html").read_text()
-    assert page.count("data:image/png;base64,") == 3 * len(violated) + 1
+    assert page.count("data:image/png;base64,") == len(violated) + 1
     told = [line for line in err.splitlines() if line.startswith("dpaudit: report: figure ")]
     assert len(told) == len(violated) + 1
     assert told[0].startswith(f"dpaudit: report: figure 1/{len(violated) + 1}: the summary")
-    # the claim's curve is stored once per record, not again as a theory of its own
+    # the claim's curve is stored once per record, not again as a theory of its own, and by
+    # the points where it bends (an (eps, 0) claim: a handful)
     assert all("claim" not in record["theory"] for record in document["audits"])
+    assert all(len(record["claim"]["tradeoff"]["alpha"]) < 10 for record in document["audits"])
     _, _, err, every = runs["all"]
     assert len(list((every / "figures").iterdir())) == 3 * 8 + 1
     assert len([line for line in err.splitlines() if "report: figure " in line]) == 8 + 1
@@ -173,3 +177,21 @@ def test_a_battery_report_drawn_again_from_results_json_keeps_its_verdict(runs, 
         assert _verdict_part(again, "<h2" if name == "index.html" else "\n## ") == _verdict_part(
             first, "<h2" if name == "index.html" else "\n## "
         )
+
+
+def test_a_stored_claim_keeps_only_the_points_where_it_bends():
+    from dpaudit.bounds.rdp import ZCDP
+    from dpaudit.libraries.battery import _bends
+    from dpaudit.reports.records import CURVE_ALPHA
+
+    for curve, most in ((approx_dp(1.0, 0.0), 10), (approx_dp(0.5, 1e-3), 10)):
+        points = {"alpha": CURVE_ALPHA.tolist(), "beta": curve(CURVE_ALPHA).tolist()}
+        bent = _bends(points)
+        assert len(bent["alpha"]) <= most
+        # linear interpolation between the points kept gives back every stored point
+        back = np.interp(CURVE_ALPHA, bent["alpha"], bent["beta"])
+        assert np.max(np.abs(back - curve(CURVE_ALPHA))) <= 1e-12
+    smooth = {"alpha": CURVE_ALPHA.tolist(), "beta": ZCDP(0.5).tradeoff()(CURVE_ALPHA).tolist()}
+    bent = _bends(smooth)
+    back = np.interp(CURVE_ALPHA, bent["alpha"], bent["beta"])
+    assert np.max(np.abs(back - np.asarray(smooth["beta"]))) <= 1e-12
