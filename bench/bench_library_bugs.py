@@ -14,10 +14,14 @@ repository), together with this checkout of dpaudit (editable), and audited ther
   function's declared settings (no pair written for a known bug), found when a claim is refuted.
 
 It prints one line per audit, then recall on the corpus (bugs found in their buggy version), the
-time per bug, and the refutations on fixed versions (the target is none).
+time per bug, and the refutations on fixed versions (the target is none). Every audit starts
+from the settings the library batteries use (10 records in ``(0, 1)``, ``eps = 1``); ``--guided``
+audits at the settings of each bug's report instead (``reported`` in the corpus): a check that
+the bug shows in outputs at all, which is not dpaudit finding it.
 
     python bench/bench_library_bugs.py                    # every bug, 2,000 trials per dataset
     python bench/bench_library_bugs.py --only opendp-sized-float-sum-sensitivity
+    python bench/bench_library_bugs.py --guided           # at the settings of the reports
 """
 
 from __future__ import annotations

@@ -50,7 +50,7 @@ ARGUMENTS: dict[str, tuple[list[str], list[str]]] = {
     # The GPU run is its own: python bench/bench_device.py --device cuda
     "device": (["--device", "cpu", "--quick"], ["--device", "cpu", "--quick"]),
     "library_report": ([], ["--trials", "2000", "--quick"]),
-    "library_bugs": (["--trials", "10000"], ["--trials", "2000"]),
+    "library_bugs": (["--trials", "2000"], ["--trials", "2000"]),
 }
 
 #: Headline figures read off a script's output: (script, label, pattern, template); every line
