@@ -16,12 +16,13 @@ repository), together with this checkout of dpaudit (editable), and audited ther
 It prints one line per audit, then recall on the corpus (bugs found in their buggy version), the
 time per bug, and the refutations on fixed versions (the target is none). Every audit starts
 from the settings the library batteries use (10 records in ``(0, 1)``, ``eps = 1``); ``--guided``
-audits at the settings of each bug's report instead (``reported`` in the corpus): a check that
-the bug shows in outputs at all, which is not dpaudit finding it.
+audits where each bug shows instead (``reported`` in the corpus: its report's settings, or
+settings chosen by hand): a check that the bug shows in outputs at all, which is not dpaudit
+finding it.
 
     python bench/bench_library_bugs.py                    # every bug, 2,000 trials per dataset
     python bench/bench_library_bugs.py --only opendp-sized-float-sum-sensitivity
-    python bench/bench_library_bugs.py --guided           # at the settings of the reports
+    python bench/bench_library_bugs.py --guided           # where each bug shows
 """
 
 from __future__ import annotations
@@ -153,12 +154,12 @@ def _scalar_pairs(columns: int = 1, rounding: bool = False) -> Callable[[str], A
 
 #: The settings every audit written here starts from, as the library batteries do: datasets of
 #: ``N`` records in ``RECORDS``, the function told the bounds ``BOUNDS``, claims at ``EPSILON``.
-#: ``--guided`` replaces them with a bug's ``reported`` settings (where its report shows it).
+#: ``--guided`` replaces them with a bug's ``reported`` settings (where it shows).
 N, BOUNDS, RECORDS, EPSILON = 10, (0.0, 1.0), (0.0, 1.0), 1.0
 
 
 def _configure(reported: dict[str, Any]) -> None:
-    """Audit at the settings of a bug's report: ``n``, the declared ``low`` and ``high``, and
+    """Audit at a bug's ``reported`` settings: ``n``, the declared ``low`` and ``high``, and
     the records' range (``records_low``, ``records_high``; default the declared bounds)."""
     global N, BOUNDS, RECORDS
     N = int(reported["n"])
@@ -405,7 +406,7 @@ RECIPES: dict[str, Callable[[], Any]] = {
 
 def _worker(bug: dict[str, Any], trials: int, guided: bool) -> dict[str, Any]:
     """Audit ``bug`` in this interpreter (its virtualenv): ``{"refuted", "lines"}``; ``guided``:
-    at the settings of its report, with the Python API."""
+    at its ``reported`` settings, with the Python API."""
     recipe = bug.get("guided_recipe", bug["recipe"]) if guided else bug["recipe"]
     if guided:
         _configure(bug["reported"])
@@ -466,8 +467,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--guided",
         action="store_true",
-        help="audit at the settings of each bug's report instead of the default ones (a check "
-        "that the corpus is detectable from outputs, not counted as found by dpaudit)",
+        help="audit where each bug shows (its 'reported' settings) instead of the default ones "
+        "(a check that the corpus is detectable from outputs, not counted as found by dpaudit)",
     )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -481,7 +482,7 @@ def main(argv: list[str] | None = None) -> int:
     chosen = [bugs[name] for name in args.only] if args.only else list(bugs.values())
     root = _cache(args.cache)
     root.mkdir(parents=True, exist_ok=True)
-    mode = "at the settings of the reports" if args.guided else "at dpaudit's own settings"
+    mode = "where the bugs show (--guided)" if args.guided else "at dpaudit's own settings"
     print(
         f"corpus {CORPUS.name}: {len(chosen)} bugs, {mode}; virtualenvs in {root}; "
         f"{args.trials:,} trials"
@@ -524,7 +525,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"    (virtualenv made in {installed:.0f} s)")
     share = f"{len(found)}/{len(chosen)} = {100 * len(found) / len(chosen):.0f}%"
     if args.guided:
-        print(f"refuted at the settings of the reports (not dpaudit's own finding): {share}")
+        print(f"refuted where the bugs show (not dpaudit's own finding): {share}")
     else:
         print(f"recall on the corpus: {share}")
     print(f"time per bug: median {statistics.median(seconds):.1f} s, max {max(seconds):.1f} s")
