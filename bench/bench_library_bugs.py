@@ -236,7 +236,6 @@ def smartnoise_covariance() -> Any:
     module_spec = importlib.util.spec_from_file_location("dp_covariance", path)
     module = importlib.util.module_from_spec(module_spec)
     module_spec.loader.exec_module(module)
-    bounds = [BOUNDS, BOUNDS]
 
     def release() -> Callable[..., Any]:
         def fn(dataset: Any, size: int, rng: Any) -> Any:
@@ -245,6 +244,7 @@ def smartnoise_covariance() -> Any:
             np.random.seed(int(rng.integers(2**31)))  # noqa: NPY002
             out = []
             for _ in range(size):
+                bounds = pd.DataFrame({"a": BOUNDS, "b": BOUNDS})  # rows: low, high
                 model = module.DPcovariance(N, ["a", "b"], bounds, EPSILON)
                 out.append(model.release(frame.copy()))
             return np.asarray(out, dtype=float)
@@ -312,14 +312,16 @@ def _opendp_claimed(measurement: Any, d_in: int) -> float:
     return high
 
 
-def _opendp_library(name: str, build: Callable[[], Any]) -> Any:
-    """A battery of one OpenDP measurement on ``N`` sized float records in ``BOUNDS``,
-    replace-one neighbours (``d_in = 2``), claiming what OpenDP states for it."""
+def _opendp_library(name: str, build: Callable[[float], Any]) -> Any:
+    """A battery of one OpenDP measurement ``build(scale)`` on ``N`` sized float records in
+    ``BOUNDS``, replace-one neighbours (``d_in = 2``), its noise scaled so that OpenDP states
+    ``EPSILON`` for it (as a user calibrates it), claiming what OpenDP states."""
     import numpy as np
 
     from dpaudit.libraries.battery import Function, Library
 
-    measurement = build()
+    # The stated eps of a Laplace measurement is inversely proportional to its scale.
+    measurement = build(_opendp_claimed(build(1.0), 2) / EPSILON)
     eps = _opendp_claimed(measurement, 2)
 
     def release() -> Callable[..., Any]:
@@ -334,32 +336,32 @@ def _opendp_library(name: str, build: Callable[[], Any]) -> Any:
 
 
 def opendp_sized_float_sum() -> Any:
-    """``make_sized_bounded_sum(N, BOUNDS, T=float) >> make_base_laplace(1)`` of OpenDP 0.4 and
-    0.5 (their modules ``opendp.trans`` and ``opendp.meas``)."""
+    """``make_sized_bounded_sum(N, BOUNDS, T=float) >> make_base_laplace(scale)`` of OpenDP 0.4
+    and 0.5 (their modules ``opendp.trans`` and ``opendp.meas``)."""
 
-    def build() -> Any:
+    def build(scale: float) -> Any:
         from opendp.meas import make_base_laplace
         from opendp.mod import enable_features
         from opendp.trans import make_sized_bounded_sum
 
         enable_features("contrib", "floating-point")
-        return make_sized_bounded_sum(N, BOUNDS, T=float) >> make_base_laplace(scale=1.0)
+        return make_sized_bounded_sum(N, BOUNDS, T=float) >> make_base_laplace(scale=scale)
 
-    return _opendp_library("make_sized_bounded_sum[float] >> make_base_laplace(1)", build)
+    return _opendp_library("make_sized_bounded_sum[float] >> make_base_laplace", build)
 
 
 def opendp_sum_of_squared_deviations() -> Any:
     """``make_sum_of_squared_deviations`` on ``N`` records in ``BOUNDS`` then ``make_laplace``."""
 
-    def build() -> Any:
+    def build(scale: float) -> Any:
         import opendp.prelude as dp
 
         dp.enable_features("contrib")
         domain = dp.vector_domain(dp.atom_domain(bounds=BOUNDS, nan=False), size=N)
         ssd = dp.t.make_sum_of_squared_deviations(domain, dp.symmetric_distance())
-        return ssd >> dp.m.then_laplace(scale=1.0)
+        return ssd >> dp.m.then_laplace(scale=scale)
 
-    return _opendp_library("make_sum_of_squared_deviations >> laplace(1)", build)
+    return _opendp_library("make_sum_of_squared_deviations >> laplace", build)
 
 
 def python_dp_bounded_sum() -> Any:
@@ -437,7 +439,11 @@ def _worker(bug: dict[str, Any], trials: int, guided: bool) -> dict[str, Any]:
         library = RECIPES[recipe]()
         battery = run(plan(library, trials=trials, quick=True))
     section = battery.document()["battery"]
-    return {"refuted": battery.refuted, "lines": refuted_lines(section) + unrefuted_lines(section)}
+    lines = refuted_lines(section) + unrefuted_lines(section)
+    errors = [row["error"] for row in battery.table if row["verdict"] == "error"]
+    if errors and not battery.refuted:
+        return {"refuted": False, "lines": [f"error: {errors[0]}"], "error": True}
+    return {"refuted": battery.refuted, "lines": lines}
 
 
 # --------------------------------------------------------------------------- the bench
