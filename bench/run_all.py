@@ -49,6 +49,8 @@ ARGUMENTS: dict[str, tuple[list[str], list[str]]] = {
     "testing": (["--seeds", "10"], ["--seeds", "3"]),
     # The GPU run is its own: python bench/bench_device.py --device cuda
     "device": (["--device", "cpu", "--quick"], ["--device", "cpu", "--quick"]),
+    "library_report": ([], ["--trials", "2000", "--quick"]),
+    "library_bugs": (["--trials", "2000"], ["--trials", "2000"]),
 }
 
 #: Headline figures read off a script's output: (script, label, pattern, template); every line
@@ -89,6 +91,19 @@ HEADLINES: list[tuple[str, str, str, str]] = [
         "Gaussian eps = 1, 1e6 trials: default / holdout / h. 1e-3 / Bonferroni",
         r"^gaussian\s+1e\+06\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)",
         "{0} / {1} / {2} / {3}",
+    ),
+    (
+        "library_report",
+        "library battery report: share of the run, size",
+        r"^report \(default\)\s+(.*)$",
+        "{0}",
+    ),
+    ("library_bugs", "real-bug corpus: recall", r"^recall on the corpus: (.*)$", "{0}"),
+    (
+        "library_bugs",
+        "real-bug corpus: refutations on fixed versions",
+        r"^refutations on fixed versions: (.*)$",
+        "{0}",
     ),
     (
         "testing",

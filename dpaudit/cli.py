@@ -27,12 +27,16 @@ input error (one line on stderr, nothing written); 3 some claim did not, which f
 claim means it was refuted. A refutation the spec declares (``expect = "violated"``, as the
 suite's deliberately over-claimed mechanism does; ``expect."NAME"`` with its reason in an
 ``[[accountant_audit]]``) is expected and exits 0. Each unexpected
-verdict is named on a ``REFUTED:`` line of stdout; when every verdict was the expected one, the
-last line says ``all verdicts as expected``.
+verdict is named on a ``REFUTED:`` line of stdout (``-q`` keeps these lines); when every verdict
+was the expected one, the last line says ``all verdicts as expected``.
 ``--no-fail-on-violation`` makes a refutation exit 0 (the report still shows it).
 ``library`` exits 3 when some claim of the library was refuted (each named on a ``REFUTED:``
-line): a function's under its stated relation, or under every relation it could mean when the
-library is silent, or the claims of its silent functions under any one common relation.
+line with its relation and the rows that refute it, the same lines that head its report): a
+function's under its stated relation, or under every relation it could mean when the library is
+silent, or the claims of its silent functions under any one common relation. Violated rows that
+refute no claim on their own (a silent function violated under some relations only) are named
+on a ``VIOLATED, NO REFUTATION ON ITS OWN:`` line with the reason. Writing the report prints a
+line per figure; ``--all-figures`` draws every row's figures, not only the violated rows'.
 
 Output directories are written atomically: a failed run leaves nothing behind.
 """
@@ -63,6 +67,7 @@ from dpaudit.audit.device import check_support
 from dpaudit.audit.limits import check_output_size, check_trials
 from dpaudit.mechanisms.base import METHOD_KINDS
 from dpaudit.mechanisms.blackbox import BlackBox
+from dpaudit.reports.batteries import REFUTED, finding_text, unrefuted_lines
 from dpaudit.reports.text import claim_label
 
 if sys.version_info >= (3, 11):
@@ -139,7 +144,12 @@ def _add_overrides(p: argparse.ArgumentParser) -> None:
 
 
 def _add_quiet(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress, no summary")
+    p.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no progress, no summary (a refuted claim's REFUTED: line is still printed)",
+    )
 
 
 def _add_scale_out(p: argparse.ArgumentParser) -> None:
@@ -245,7 +255,13 @@ def build_parser() -> argparse.ArgumentParser:
     library.add_argument(
         "--confidence", type=float, default=0.95, help="family-wise confidence (default 0.95)"
     )
-    library.add_argument("-q", "--quiet", action="store_true", help="no progress, no summary")
+    library.add_argument(
+        "--all-figures",
+        action="store_true",
+        help="draw every row's figures in the report (default: the violated rows' and a "
+        "summary figure)",
+    )
+    _add_quiet(library)
     library.set_defaults(func=_cmd_library)
 
     lst = sub.add_parser("list", help="mechanism kinds, attack kinds, claim kinds, methods")
@@ -531,13 +547,25 @@ def _cmd_library(args: argparse.Namespace) -> Verdicts:
         f"{lib.name} {lib.version()}: {len(plan.rows)} audits, {lib.cost(plan.draws)}{seeded}",
         file=sys.stderr,
     )
-    progress = None if args.quiet else (lambda line: print(line, file=sys.stderr))
+    progress = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
     battery = libraries.run_battery(plan, progress=progress, n_jobs=args.n_jobs)
-    battery.write(args.output)
+    figures = "all" if args.all_figures else "violated"
+    if not args.quiet:
+        print(f"dpaudit: writing the report ({figures} figures)", file=sys.stderr, flush=True)
+    writing = (
+        None
+        if args.quiet
+        else (lambda line: print(f"dpaudit: report: {line}", file=sys.stderr, flush=True))
+    )
+    battery.write(args.output, figures=figures, progress=writing)
+    findings, _ = battery.explained()
+    section = battery.document()["battery"]
     if not args.quiet:
         print(battery.markdown())
         print(f"report: {args.output / 'index.html'}")
-    return [(claim, verdict, "consistent") for claim, verdict in battery.findings()]
+    for line in unrefuted_lines(section):
+        print(line)
+    return [(finding_text(f), f["verdict"], "consistent") for f in findings]
 
 
 def _cmd_report(args: argparse.Namespace) -> Verdicts:
@@ -673,18 +701,18 @@ def _cmd_bench_flawed(args: argparse.Namespace) -> Verdicts:
 
 
 def _exit_code(verdicts: Verdicts, args: argparse.Namespace) -> int:
-    """The exit code of every command (the rule of the module docstring). Unless ``--quiet``,
-    names each claim whose verdict was not the expected one on a ``REFUTED:`` (or
-    ``NOT REFUTED:``) line of stdout, or says ``all verdicts as expected``."""
+    """The exit code of every command (the rule of the module docstring). Names each claim
+    whose verdict was not the expected one on a ``REFUTED:`` (or ``NOT REFUTED:``) line of
+    stdout, also with ``--quiet``; unless ``--quiet``, says ``all verdicts as expected`` when
+    every verdict was."""
     unexpected = [(claim, verdict) for claim, verdict, expected in verdicts if verdict != expected]
-    if not getattr(args, "quiet", False):
-        for claim, verdict in unexpected:
-            if verdict == "violated":
-                print(f"REFUTED: {claim}")
-            else:
-                print(f"NOT REFUTED: {claim} (its refutation was expected)")
-        if verdicts and not unexpected:
-            print("all verdicts as expected")
+    for claim, verdict in unexpected:  # the verdict itself: printed with --quiet too
+        if verdict == "violated":
+            print(f"{REFUTED}{claim}")
+        else:
+            print(f"NOT REFUTED: {claim} (its refutation was expected)")
+    if verdicts and not unexpected and not getattr(args, "quiet", False):
+        print("all verdicts as expected")
     fail = getattr(args, "fail_on_violation", True)
     return EXIT_VIOLATION if unexpected and fail else EXIT_OK
 

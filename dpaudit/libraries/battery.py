@@ -58,6 +58,7 @@ from dpaudit.bounds.tradeoff import TradeoffCurve
 from dpaudit.mechanisms.base import NeighbouringPair
 from dpaudit.mechanisms.blackbox import BlackBox, describe_outputs
 from dpaudit.mechanisms.pairs import subsample
+from dpaudit.reports.batteries import battery_markdown, row_evidence
 from dpaudit.reports.records import build_record, results_document
 from dpaudit.reports.writer import write
 
@@ -176,8 +177,10 @@ class Row:
 
     @property
     def name(self) -> str:
-        """``function [relation, generator]``."""
-        return f"{self.function.name} [{self.relation}, {self.generator}]"
+        """``function [relation, generator]``; ``relation (assumed relation)`` when the library
+        does not state which neighbours it means."""
+        assumed = "" if self.function.stated else " (assumed relation)"
+        return f"{self.function.name} [{self.relation}{assumed}, {self.generator}]"
 
 
 def audit_draws(trials: int, selection: int | None = None) -> int:
@@ -305,12 +308,26 @@ class Battery:
         for them together: that some one relation makes all their claims hold, refuted when
         under each relation some silent function not refuted on its own is. Every conclusion
         rests on a row refuted under a relation the claim may mean, so all of them together
-        hold at the battery's family-wise confidence.
+        hold at the battery's family-wise confidence. :meth:`explained` gives each with its
+        relation and reason.
+        """
+        return [(f["claim"], f["verdict"]) for f in self.explained()[0]]
+
+    def explained(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """:meth:`findings` with their reasons, and the violated rows that refute no claim.
+
+        Returns ``(findings, unrefuted)``. Each finding is ``{"claim", "verdict", "relation",
+        "reason"}``: the relation under which it was judged and, for a refuted claim, the rows
+        that refute it. Each unrefuted entry is ``{"function", "relations", "rows", "text"}``:
+        a function whose violated rows (``rows``, under ``relations``) support no refuted
+        claim, because the library is silent about its relation and the claim may hold under
+        another one; ``text`` says so in one line.
         """
         library = self.plan.library.name
-        violated = {
-            (r["function"], r["relation"]) for r in self.table if r["verdict"] == "violated"
-        }
+        by_key: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for r in self.table:
+            if r["verdict"] == "violated":
+                by_key.setdefault((r["function"], r["relation"]), []).append(r)
         # Every relation planned for a function counts, also one whose rows all raised: a
         # function is refuted under every relation only if each was audited and refuted.
         planned: dict[str, tuple[Function, list[str]]] = {}
@@ -324,20 +341,43 @@ class Battery:
             if r["verdict"] in ("violated", "consistent")
         }
         ran = {name: entry for name, entry in planned.items() if name in audited}
-        out: list[tuple[str, str]] = []
+
+        def evidence(name: str, relation: str) -> str:
+            return ", ".join(row_evidence(r) for r in by_key[(name, relation)])
+
+        out: list[dict[str, Any]] = []
+        used: set[tuple[str, str]] = set()
         silent: dict[str, list[str]] = {}
         for name, (function, relations) in ran.items():
-            hit = [rel for rel in relations if (name, rel) in violated]
+            hit = [rel for rel in relations if (name, rel) in by_key]
             refuted = bool(hit) and (function.stated or len(hit) == len(relations))
             claim = f"{library}: {name}"
-            if not function.stated:
+            if function.stated:
+                relation = ", ".join(hit if refuted else relations) + " (stated)"
+                reason = "; ".join(f"under {rel}, {evidence(name, rel)}" for rel in hit)
+            else:
                 claim += f" under one of {', '.join(relations)}"
-            out.append((claim, "violated" if refuted else "consistent"))
+                relation = "every relation it could mean: " + ", ".join(relations)
+                reason = "refuted whichever relation it means: " + "; ".join(
+                    f"under {rel}, {evidence(name, rel)}" for rel in hit
+                )
+            if refuted:
+                used.update((name, rel) for rel in hit)
+            else:
+                reason = "no row refutes it under a relation it may mean"
+            out.append(
+                {
+                    "claim": claim,
+                    "verdict": "violated" if refuted else "consistent",
+                    "relation": relation,
+                    "reason": reason,
+                }
+            )
             if not function.stated and not refuted:
                 silent[name] = relations
         common = sorted({rel for rels in silent.values() for rel in rels})
         if len(silent) > 1 and len(common) > 1:
-            culprits = {rel: [name for name in silent if (name, rel) in violated] for rel in common}
+            culprits = {rel: [name for name in silent if (name, rel) in by_key] for rel in common}
             refuted = all(culprits.values())
             claim = (
                 f"{library}: {len(silent)} functions silent about their relation and not refuted "
@@ -352,7 +392,63 @@ class Battery:
                     )
                     + ")"
                 )
-            out.append((claim, "violated" if refuted else "consistent"))
+                used.update((name, rel) for rel, names in culprits.items() for name in names)
+                reason = "no one relation makes all their claims hold: " + "; ".join(
+                    f"under {rel}, {name} ({evidence(name, rel)})"
+                    for rel, names in culprits.items()
+                    for name in names
+                )
+            else:
+                reason = "some one relation leaves all of their claims unrefuted"
+            out.append(
+                {
+                    "claim": claim,
+                    "verdict": "violated" if refuted else "consistent",
+                    "relation": "one common relation: " + ", ".join(common),
+                    "reason": reason,
+                }
+            )
+        return out, self._unrefuted(ran, by_key, used)
+
+    def _unrefuted(
+        self,
+        ran: Mapping[str, tuple[Function, list[str]]],
+        by_key: Mapping[tuple[str, str], list[dict[str, Any]]],
+        used: set[tuple[str, str]],
+    ) -> list[dict[str, Any]]:
+        """The violated rows of :meth:`explained` that support no refuted claim, per function."""
+        library = self.plan.library.name
+        out = []
+        for name, (_, relations) in ran.items():
+            hit = [rel for rel in relations if (name, rel) in by_key and (name, rel) not in used]
+            if not hit:
+                continue
+            others = [rel for rel in relations if rel not in hit]
+            rows = [r for rel in hit for r in by_key[(name, rel)]]
+            failed = "; ".join(
+                f"under {rel} (assumed relation), "
+                + ", ".join(row_evidence(r) for r in by_key[(name, rel)])
+                for rel in hit
+            )
+            held = (
+                f"the claim may hold under {', '.join(others)}, where no row refutes it"
+                if others
+                else "it is refuted under no other relation"
+            )
+            text = (
+                f"{library}: {name}: violated {failed}. {library} does not say which neighbours "
+                f"it means, and {held}; a claim silent about its relation is refuted only under "
+                "every relation it could mean, or together with other silent functions when no "
+                "one relation makes all their claims hold"
+            )
+            out.append(
+                {
+                    "function": name,
+                    "relations": hit,
+                    "rows": [f"{name} [{r['relation']}, {r['generator']}]" for r in rows],
+                    "text": text,
+                }
+            )
         return out
 
     def to_frame(self) -> Any:
@@ -363,40 +459,44 @@ class Battery:
 
     def markdown(self) -> str:
         """The summary table in Markdown: function, relation, pair generator, claim, certified
-        ``eps`` lower bound at the claim's ``delta`` against the claim's ``eps``, verdict, time."""
-        lines = [
-            "| function | relation | pairs | claim | eps >= (at delta) | claimed eps | verdict "
-            "| s |",
-            "|---|---|---|---|---|---|---|---|",
-        ]
-        for r in self.table:
-            relation = r["relation"] + ("" if r["relation_stated"] else " (assumed)")
-            verdict = r["verdict"] if "error" not in r else f"error: {r['error'][:160]}"
-            lines.append(
-                f"| `{r['function']}` | {relation} | {r['generator']} | {r['claim']} | "
-                f"{format_number(r['epsilon_lower_bound'])} ({r['delta']:g}) | "
-                f"{format_number(r['claimed_epsilon'])} | {verdict} | {r['seconds']:.1f} |"
-            )
-        return "\n".join(lines)
+        ``eps`` lower bound at the claim's ``delta`` against the claim's ``eps``, verdict, time
+        (:func:`dpaudit.reports.batteries.battery_markdown`, as the report shows it)."""
+        return battery_markdown(self.table)
 
     def document(self) -> dict[str, Any]:
-        """The content of ``results.json``: the audit records and a ``battery`` section."""
+        """The content of ``results.json``: the audit records and a ``battery`` section (its
+        provenance, rows, findings with their relations and reasons, and the violated rows
+        that refute no claim; :mod:`dpaudit.reports.batteries` reads it)."""
         done = [r for r in self.records if r.get("verdict") != "error"]
-        findings = [{"claim": c, "verdict": v} for c, v in self.findings()]
+        findings, unrefuted = self.explained()
         battery = {**self.provenance, "rows": self.table, "findings": findings}
+        battery["unrefuted"] = unrefuted
         return {**results_document(done), "battery": battery}
 
-    def write(self, path: str | Path) -> Path:
+    def write(
+        self,
+        path: str | Path,
+        *,
+        figures: str = "violated",
+        progress: Callable[[str], None] | None = None,
+    ) -> Path:
         """Write ``results.json`` and the report to the directory ``path`` (atomically). A
         battery whose every function raised has nothing to report: ``ValueError`` naming the
-        first error, and nothing is written."""
+        first error, and nothing is written.
+
+        The report opens with the refuted claims (the ``REFUTED:`` lines of ``dpaudit library``),
+        the violated rows that refute no claim, a summary figure and the table of rows.
+        ``figures="violated"`` (the default) draws the figures of the violated rows only;
+        ``"all"`` draws every row's (larger and slower: three figures per row).
+        ``progress(line)`` hears of each figure drawn and of each file written.
+        """
         if not any(r.get("verdict") != "error" for r in self.records):
             first = next((r["error"] for r in self.table if "error" in r), "no rows")
             raise ValueError(
                 f"no function of the {self.plan.library.name} battery ran, so there is no report "
                 f"to write; the first error: {first}"
             )
-        return write(self.document(), path, title=f"dpaudit: the {self.plan.library.name} battery")
+        return write(self.document(), path, figures=figures, progress=progress)
 
 
 def _audit_row(plan: Plan, row: Row, index: int, mechanism: BlackBox) -> Any:
@@ -453,7 +553,37 @@ def _run_row(plan: Plan, index: int, library_version: str) -> tuple[dict[str, An
             f"claim: {row.claim.text}",
         )
         record["versions"] = {**record.get("versions", {}), library.package: library_version}
+        # The black box's only theory is the claim it is audited against: the record holds
+        # that curve once, as the claim, not again as a theory column of its own.
+        (record.get("theory") or {}).pop("claim", None)
+        claimed = record.get("claim") or {}
+        if "tradeoff" in claimed:
+            claimed["tradeoff"] = _bends(claimed["tradeoff"])
     return record, time.perf_counter() - start
+
+
+def _bends(points: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored curve ``{"alpha", "beta"}`` by the points where it bends: an (eps, delta) claim
+    is a few straight pieces sampled at hundreds of points. Walking along the curve, a point is
+    dropped when the chord from the last point kept to the next point passes within ``1e-13``
+    of it; the result is kept only when linear interpolation between the points kept gives back
+    every stored point to within ``1e-12`` (else the curve is returned as it was)."""
+    alpha = np.asarray(points["alpha"], dtype=float)
+    beta = np.asarray(points["beta"], dtype=float)
+    if alpha.size < 3 or np.any(np.diff(alpha) <= 0):
+        return dict(points)
+    kept = [0]
+    for i in range(1, alpha.size - 1):
+        j = kept[-1]
+        chord = beta[j] + (beta[i + 1] - beta[j]) * (alpha[i] - alpha[j]) / (
+            alpha[i + 1] - alpha[j]
+        )
+        if abs(chord - beta[i]) > 1e-13:
+            kept.append(i)
+    kept.append(alpha.size - 1)
+    if np.max(np.abs(np.interp(alpha, alpha[kept], beta[kept]) - beta)) > 1e-12:
+        return dict(points)
+    return {"alpha": alpha[kept].tolist(), "beta": beta[kept].tolist()}
 
 
 def _table_row(row: Row, record: Mapping[str, Any], seconds: float) -> dict[str, Any]:
@@ -507,6 +637,7 @@ def run(plan: Plan, *, progress: Callable[[str], None] | None = None, n_jobs: in
             )
     provenance = {
         "library": library.name,
+        "package": library.package,
         "versions": {**versions(), library.package: library_version},
         "seeded": library.seeded,
         "trials": plan.trials,

@@ -42,7 +42,9 @@ __all__ = [
     "plot_privacy_profile",
     "plot_histogram",
     "tradeoff_figure",
+    "FIGURE_KEYS",
     "audit_figures",
+    "battery_figure",
     "figure_png",
 ]
 
@@ -507,16 +509,67 @@ def tradeoff_figure(result: Any) -> Figure:
     return fig
 
 
-def audit_figures(result: Any) -> dict[str, Figure]:
-    """Every figure of an audit: ``{"tradeoff", "profile", "histogram"}`` -> Figure."""
+#: The figures of an audit, in the order :func:`audit_figures` draws them.
+FIGURE_KEYS = ("tradeoff", "profile", "histogram")
+
+
+def audit_figures(result: Any, keys: tuple[str, ...] = FIGURE_KEYS) -> dict[str, Figure]:
+    """The figures of an audit named in ``keys`` (default all: ``"tradeoff"``, ``"profile"``,
+    ``"histogram"``) -> Figure."""
     record = as_record(result)
-    figures = {"tradeoff": tradeoff_figure(record)}
+    figures = {"tradeoff": tradeoff_figure(record)} if "tradeoff" in keys else {}
     for key, plot in (("profile", plot_privacy_profile), ("histogram", plot_histogram)):
+        if key not in keys:
+            continue
         ax = _new_axes((5.4, 5.2))
         plot(record, ax, legend=False)
         _legend_below(ax.figure, ax, ncols=2)
         figures[key] = ax.figure
     return figures
+
+
+#: Longest row label of :func:`battery_figure`; longer ones are cut with an ellipsis.
+BATTERY_LABEL = 70
+
+
+def battery_figure(battery: Mapping[str, Any]) -> Figure:
+    """One figure for a library battery's rows (``battery["rows"]``, as in ``results.json``):
+    per row, the certified ``eps`` lower bound (a bar, red where the row is violated) against
+    the claimed ``eps`` (a tick), the relation marked "(assumed)" where the library does not
+    state it. Rows that raised an error are listed without a bar."""
+    rows = list(battery.get("rows") or [])
+    fig = _new_figure((10.0, 1.4 + 0.24 * max(len(rows), 1)))
+    ax = fig.add_subplot()
+    y = np.arange(len(rows))[::-1]
+    labels = []
+    top = 1.0
+    for position, row in zip(y, rows, strict=True):
+        assumed = "" if row.get("relation_stated", True) else " (assumed)"
+        tail = f" [{row['relation']}{assumed}, {row['generator']}]"
+        function = str(row["function"])
+        room = max(BATTERY_LABEL - len(tail), 12)
+        if len(function) > room:  # the function is cut, never its relation and pairs
+            function = function[: room - 1] + "…"
+        labels.append(function + tail)
+        bound = from_json_value(row.get("epsilon_lower_bound"))
+        claimed = from_json_value(row.get("claimed_epsilon"))
+        if bound is not None and np.isfinite(bound):
+            violated = row.get("verdict") == "violated"
+            colour = CLAIM_STYLE["color"] if violated else MEASURED_COLOR
+            ax.barh(position, bound, height=0.6, color=colour, alpha=0.85 if violated else 0.5)
+            top = max(top, bound)
+        if claimed is not None and np.isfinite(claimed):
+            ax.plot([claimed], [position], marker="|", markersize=12, color="#222222", zorder=3)
+            top = max(top, claimed)
+    ax.set_yticks(y, labels, fontsize=7)
+    ax.set_ylim(-0.7, len(rows) - 0.3)
+    ax.set_xlim(0.0, 1.08 * top)
+    ax.set_xlabel(
+        "ε: certified lower bound (bar; red: violated) and claimed (tick), at the claim's δ"
+    )
+    ax.set_title(f"{battery.get('library', 'library')}: every row of the battery", fontsize=10)
+    ax.grid(True, axis="x", color="#e5e5e5", linewidth=0.6)
+    return fig
 
 
 def figure_png(fig: Figure, dpi: int = 110) -> bytes:

@@ -12,6 +12,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from dpaudit._core.numbers import format_number
+from dpaudit.reports.batteries import battery_summary, refuted_lines, unrefuted_lines
 from dpaudit.reports.tables import (
     ATTACK_CONFIGURATION,
     bounds_table,
@@ -198,24 +200,84 @@ def _section(record: Mapping[str, Any], pngs: Mapping[str, bytes]) -> str:
     return "\n".join(parts)
 
 
+def _battery_rows(rows: Sequence[Mapping[str, Any]], linked: set[str]) -> str:
+    """The battery's table of rows; a row with a section of its own links to it."""
+    head = "".join(
+        f'<th class="{"text" if c in ("row", "claim", "verdict") else ""}">{c}</th>'
+        for c in ("row", "claim", "eps ≥ (at δ)", "claimed eps", "verdict", "s")
+    )
+    body = []
+    for r in rows:
+        assumed = "" if r.get("relation_stated", True) else " (assumed relation)"
+        name = f"{r['function']} [{r['relation']}{assumed}, {r['generator']}]"
+        cell = _short(name)
+        if name in linked:
+            cell = f'<a href="#{_esc(_anchor(name))}">{cell}</a>'
+        verdict = str(r.get("verdict"))
+        badge = f'<span class="badge {_css(verdict)}">{_esc(verdict)}</span>'
+        if "error" in r:
+            badge += f" {_short(str(r['error']))}"
+        bound = format_number(r.get("epsilon_lower_bound"), rounding="down")
+        body.append(
+            f'<tr><td class="text name">{cell}</td><td class="text">{_short(str(r["claim"]))}</td>'
+            f'<td class="num">{_esc(bound)} ({r.get("delta", 0.0):g})</td>'
+            f'<td class="num">{_esc(format_number(r.get("claimed_epsilon")))}</td>'
+            f'<td class="text">{badge}</td><td class="num">{r.get("seconds", 0.0):.1f}</td></tr>'
+        )
+    table = f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    return f'<div class="wide">{table}</div>'
+
+
+def _battery_head(
+    battery: Mapping[str, Any], records: Sequence[Mapping[str, Any]], summary_png: bytes | None
+) -> str:
+    """The verdict of a library battery, first: its refuted claims (the ``REFUTED:`` lines of
+    the terminal), its violated rows that refute no claim, the summary figure and the rows."""
+    refuted, unrefuted = refuted_lines(battery), unrefuted_lines(battery)
+    library = battery.get("library", "the library")
+    parts = []
+    if refuted:
+        lines = "".join(f"<p>{_esc(line)}</p>" for line in refuted)
+        parts.append(f'<div class="verdict violated">{lines}</div>')
+    else:
+        parts.append(f'<p class="verdict consistent">No claim of {_esc(library)} was refuted.</p>')
+    if unrefuted:
+        lines = "".join(f"<p>{_esc(line)}</p>" for line in unrefuted)
+        parts.append(f'<div class="verdict noclaim">{lines}</div>')
+    if summary_png is not None:
+        parts.append(_img(summary_png, f"every row of the {library} battery"))
+    linked = {str(r.get("name")) for r in records}
+    parts.append(_battery_rows(battery.get("rows", []), linked))
+    return "\n".join(parts)
+
+
 def render_html(
     records: Sequence[Mapping[str, Any]],
     pngs: Sequence[Mapping[str, bytes]],
     *,
     title: str = "dpaudit report",
     version: str = "",
+    battery: Mapping[str, Any] | None = None,
+    summary_png: bytes | None = None,
 ) -> str:
     """The HTML page of a report: an index of the audits, then one section per audit.
 
     ``pngs[i]`` holds the PNG bytes of the figures of ``records[i]`` (keys ``tradeoff``,
-    ``profile``, ``histogram``).
+    ``profile``, ``histogram``; none for an audit drawn without figures). A library battery's
+    page (``battery``: the ``"battery"`` section of its ``results.json``) opens with its verdict
+    instead of the index: the refuted claims, the violated rows that refute no claim, the
+    summary figure ``summary_png`` and the table of rows.
     """
-    summary = report_summary(records)
-    index = _frame_html(
-        index_table(records),
-        text_columns=("audit", "mechanism", "claim", "verdict", "expected"),
-        anchors=True,
-    )
+    if battery is not None:
+        summary = battery_summary(battery)
+        index = _battery_head(battery, records, summary_png)
+    else:
+        summary = report_summary(records)
+        index = _frame_html(
+            index_table(records),
+            text_columns=("audit", "mechanism", "claim", "verdict", "expected"),
+            anchors=True,
+        )
     sections = "\n".join(_section(r, p) for r, p in zip(records, pngs, strict=True))
     return f"""<!DOCTYPE html>
 <html lang="en">

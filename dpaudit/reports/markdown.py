@@ -5,6 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from dpaudit.reports.batteries import (
+    battery_markdown,
+    battery_summary,
+    refuted_lines,
+    unrefuted_lines,
+)
 from dpaudit.reports.tables import bounds_table, format_cell, index_table, parameters_table
 from dpaudit.reports.text import BOUNDS_TABLE_NOTE, report_summary, verdict_label, verdict_sentence
 
@@ -72,21 +78,46 @@ def _section(record: Mapping[str, Any], figures: Mapping[str, str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _battery_head(battery: Mapping[str, Any], summary_path: str | None) -> list[str]:
+    """The verdict of a library battery, first: its refuted claims (the ``REFUTED:`` lines of
+    the terminal), its violated rows that refute no claim, the summary figure and the rows."""
+    library = inline_markdown(battery.get("library", "the library"))
+    refuted = refuted_lines(battery)
+    lines = [f"- **{inline_markdown(line)}**" for line in refuted] or [
+        f"No claim of {library} was refuted."
+    ]
+    lines.append("")
+    unrefuted = unrefuted_lines(battery)
+    if unrefuted:
+        lines += [f"- {inline_markdown(line)}" for line in unrefuted] + [""]
+    if summary_path is not None:
+        lines += [f"![every row of the {library} battery]({summary_path})", ""]
+    return [*lines, battery_markdown(battery.get("rows", [])), ""]
+
+
 def render_markdown(
     records: Sequence[Mapping[str, Any]],
     figures: Sequence[Mapping[str, str]],
     *,
     title: str = "dpaudit report",
+    battery: Mapping[str, Any] | None = None,
+    summary_path: str | None = None,
 ) -> str:
-    """The Markdown report; ``figures[i]`` maps figure keys of ``records[i]`` to relative paths."""
-    summary = report_summary(records)
+    """The Markdown report; ``figures[i]`` maps figure keys of ``records[i]`` to relative paths.
+    A library battery's report (``battery``: the ``"battery"`` section of its
+    ``results.json``) opens with its verdict instead of the index: the refuted claims, the
+    violated rows that refute no claim, the summary figure at ``summary_path`` and the rows."""
+    summary = battery_summary(battery) if battery is not None else report_summary(records)
     lines = [
         f"# {inline_markdown(title)}",
         "",
         f"{summary}. Every bound holds at the confidence stated in its audit.",
         "",
-        _frame_markdown(index_table(records)),
-        "",
+        *(
+            _battery_head(battery, summary_path)
+            if battery is not None
+            else [_frame_markdown(index_table(records)), ""]
+        ),
     ]
     sections = [_section(r, f) for r, f in zip(records, figures, strict=True)]
     return "\n".join(lines) + "\n" + "\n".join(sections)

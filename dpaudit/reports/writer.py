@@ -27,13 +27,13 @@ import shutil
 import socket
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-from dpaudit._core.validation import check_writable_directory
-from dpaudit.reports.figures import audit_figures, figure_png
+from dpaudit._core.validation import check_choice, check_writable_directory
+from dpaudit.reports.figures import FIGURE_KEYS, audit_figures, battery_figure, figure_png
 from dpaudit.reports.html import render_html
 from dpaudit.reports.markdown import render_markdown
 from dpaudit.reports.records import as_record, check_audits, results_document
@@ -42,6 +42,7 @@ __all__ = [
     "write",
     "atomic_directory",
     "check_output_directory",
+    "FIGURES",
     "REPORT_FILES",
     "STALE_SECONDS",
 ]
@@ -218,12 +219,31 @@ def _document(results: Any) -> dict[str, Any]:
     return document
 
 
+#: What ``figures`` of :func:`write` takes: every audit's figures, or the trade-off plane of
+#: the violated ones only.
+FIGURES = ("all", "violated")
+
+
+def _drawn(
+    records: Sequence[Mapping[str, Any]], figures: str | None, battery: bool
+) -> list[tuple[str, ...]]:
+    """The figures each record gets: all of them (``"all"``), or (``"violated"``, the default of
+    a battery's report) the trade-off plane of a violated record, where the refutation shows."""
+    chosen = figures if figures is not None else "violated" if battery else "all"
+    check_choice("figures", chosen, FIGURES)
+    if chosen == "all":
+        return [FIGURE_KEYS for _ in records]
+    return [("tradeoff",) if r.get("verdict") == "violated" else () for r in records]
+
+
 def write(
     results: Any,
     path: str | Path,
     *,
-    title: str = "dpaudit report",
+    title: str | None = None,
     dpi: int = 110,
+    figures: str | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> Path:
     """Write a report of one or more audits to the directory ``path`` and return it.
 
@@ -236,35 +256,80 @@ def write(
     path:
         The report directory. It is written atomically; an existing report there is replaced.
     title:
-        Heading of the HTML and Markdown pages.
+        Heading of the HTML and Markdown pages (default: ``dpaudit report``, or for a library
+        battery ``dpaudit: the <library> battery``).
     dpi:
         Resolution of the PNG figures.
+    figures:
+        ``"all"``: every audit's figures; ``"violated"``: the trade-off plane of the violated
+        audits only. Default:
+        ``"all"``, and ``"violated"`` for a library battery's document (one with a
+        ``"battery"`` section), whose report also gets a summary figure of all its rows.
+    progress:
+        ``progress(line)`` hears of each figure drawn and each file written.
 
     Notes
     -----
     The directory receives ``index.html`` (self-contained: figures as base64 PNG),
     ``README.md`` with ``figures/<audit>-<figure>.png``, and ``results.json``
-    (``{"dpaudit_version", "audits": [...]}``, every number of the report).
+    (``{"dpaudit_version", "audits": [...]}``, every number of the report). A library
+    battery's report opens with its verdict: the refuted claims
+    (:func:`~dpaudit.reports.batteries.refuted_lines`, the lines ``dpaudit library`` prints),
+    the violated rows that refute no claim, the summary figure and the table of rows.
     """
     document = _document(results)
     records = document["audits"]
+    battery = document.get("battery")
+    drawn = _drawn(records, figures, battery is not None)
+    if title is None:
+        title = (
+            "dpaudit report" if battery is None else f"dpaudit: the {battery['library']} battery"
+        )
     check_output_directory(path)
     text = json.dumps(document, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
     taken: set[str] = set()
     slugs = [_slug(str(r.get("name", "audit")), taken) for r in records]
+    tell = progress if progress is not None else (lambda line: None)
+    count = sum(bool(keys) for keys in drawn) + (battery is not None)
     with atomic_directory(path) as tmp:
         (tmp / "figures").mkdir()
         pngs: list[dict[str, bytes]] = []
         paths: list[dict[str, str]] = []
-        for record, slug in zip(records, slugs, strict=True):
-            pngs.append({k: figure_png(f, dpi=dpi) for k, f in audit_figures(record).items()})
+        summary: tuple[bytes, str] | None = None
+        if battery is not None:
+            tell(f"figure 1/{count}: the summary of {len(battery.get('rows', []))} rows")
+            summary = (figure_png(battery_figure(battery), dpi=dpi), "figures/summary.png")
+            (tmp / summary[1]).write_bytes(summary[0])
+        done = int(battery is not None)
+        for record, slug, keys in zip(records, slugs, drawn, strict=True):
+            pngs.append({})
+            if keys:
+                done += 1
+                tell(f"figure {done}/{count}: {record.get('name', 'audit')}")
+                drawn_now = audit_figures(record, keys)
+                pngs[-1] = {k: figure_png(f, dpi=dpi) for k, f in drawn_now.items()}
             paths.append({key: f"figures/{slug}-{key}.png" for key in pngs[-1]})
             for key, rel in paths[-1].items():
                 (tmp / rel).write_bytes(pngs[-1][key])
         version = str(document.get("dpaudit_version", ""))
-        html_text = render_html(records, pngs, title=title, version=version)
+        tell("index.html")
+        html_text = render_html(
+            records,
+            pngs,
+            title=title,
+            version=version,
+            battery=battery,
+            summary_png=None if summary is None else summary[0],
+        )
         (tmp / "index.html").write_text(html_text, encoding="utf-8")
-        markdown_text = render_markdown(records, paths, title=title)
+        tell("README.md")
+        markdown_text = render_markdown(
+            records,
+            paths,
+            title=title,
+            battery=battery,
+            summary_path=None if summary is None else summary[1],
+        )
         (tmp / "README.md").write_text(markdown_text, encoding="utf-8")
         (tmp / "results.json").write_text(text + "\n", encoding="utf-8")
     return Path(path)

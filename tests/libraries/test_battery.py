@@ -119,7 +119,10 @@ def test_a_silent_function_is_refuted_under_every_relation_or_with_the_others():
     stated = Function("s", a.release, a.claims, _pairs, stated=True)
     one_row = run(plan(Library("st", "numpy", "numpy", lambda: [stated], True, False), **settings))
     assert one_row.findings() == [("st: s", "violated")]
-    assert one_row.document()["battery"]["findings"] == [{"claim": "st: s", "verdict": "violated"}]
+    (finding,) = one_row.document()["battery"]["findings"]
+    assert (finding["claim"], finding["verdict"]) == ("st: s", "violated")
+    assert finding["relation"] == "replace_one (stated)"
+    assert finding["reason"].startswith("under replace_one, boundary pairs: eps >= ")
 
 
 def test_rows_audited_at_once_give_the_rows_audited_one_at_a_time():

@@ -389,6 +389,76 @@ def test_randomized_response_variants():
     assert bad.true_epsilon == pytest.approx(math.log(keep / ((1 - keep) / 3)))
 
 
+# ----------------------------------------------------------------------------- bounded float sums
+
+
+def test_bounded_float_sum_moves_sixteen_widths_on_its_pair_in_any_float_loop():
+    from fractions import Fraction
+
+    mech = flawed("bounded_float_sum")
+    pair = mech.worst_case_pair()
+    width = mech.high - mech.low
+    assert width == 2.0**-50 and Fraction(mech.high) - Fraction(mech.low) == Fraction(2) ** -50
+
+    def loop(records):  # Python floats, one rounded addition at a time
+        total = 0.0
+        for x in records:
+            total += float(x)
+        return total
+
+    exact = [sum(map(Fraction, map(float, x)), Fraction(0)) for x in (pair.d, pair.d_prime)]
+    assert exact[1] - exact[0] == Fraction(width)  # exact sums: one width apart
+    moved = loop(pair.d_prime) - loop(pair.d)
+    assert moved == 16 * width  # float sums: sixteen
+    assert mech.pair_epsilon(pair) == pytest.approx(16 * mech.eps, rel=1e-12)
+    swapped = type(pair)(pair.d_prime, pair.d, pair.relation, pair.description)
+    assert mech.pair_epsilon(swapped) == mech.pair_epsilon(pair)
+    lower, upper = mech.epsilon_bounds()
+    assert lower == pytest.approx(1.6, rel=1e-12) and not mech.correct
+    # Higham's recursive-summation bound, 2 gamma_99 * 100 * 1.1, written out by hand
+    u = 2.0**-53
+    allowance = 2 * (99 * u / (1 - 99 * u)) * 100 * mech.high
+    assert upper == pytest.approx(mech.eps * (width + allowance) / width, rel=1e-12)
+
+
+def test_the_rounding_allowance_covers_every_replacement_tried():
+    from dpaudit.mechanisms.flawed.bounded_sums import float_sum, rounding_allowance
+
+    # Random datasets of 100 records in [1.1, 1.1 + 2^-50] and random replacements: the float
+    # sums never move by more than the width plus the allowance (the largest seen is 16 widths).
+    rng = _rng(40)
+    low, high = 1.1, 1.1 + 2.0**-50
+    bound = (high - low) + rounding_allowance(100, low, high)
+    largest = 0.0
+    for _ in range(2000):
+        d = np.where(rng.random(100) < 0.5, low, high)
+        d_prime = d.copy()
+        d_prime[rng.integers(100)] = low if rng.random() < 0.5 else high
+        largest = max(largest, abs(float_sum(d_prime) - float_sum(d)))
+    assert 0 < largest <= bound
+
+
+@pytest.mark.parametrize("name", ["bounded_float_sum", "bounded_float_sum_padded"])
+def test_bounded_float_sums_add_laplace_noise_of_their_scale(name):
+    from dpaudit.mechanisms.flawed.bounded_sums import float_sum
+
+    mech = flawed(name)
+    d = mech.worst_case_pair().d
+    out = mech.sample(d, 20_000, _rng(41))
+    centre = float_sum(d) - mech.k * mech.low
+    assert stats.kstest(out - centre, stats.laplace(0, mech.scale).cdf).pvalue > KS_LEVEL
+
+
+def test_the_padded_bounded_float_sum_is_correct_and_bad_bounds_are_refused():
+    mech = flawed("bounded_float_sum_padded")
+    lower, upper = mech.epsilon_bounds()
+    assert mech.correct and lower < upper == mech.eps
+    with pytest.raises(ValueError, match="need finite low < high"):
+        flawed("bounded_float_sum", low=1.0, high=1.0)
+    with pytest.raises(ValueError, match=r"records in \[low, high\]"):
+        flawed("bounded_float_sum", k=2).sample(np.array([1.1, 5.0]), 3, _rng())
+
+
 # ----------------------------------------------------------------------------- audits
 
 
@@ -402,6 +472,8 @@ def test_benchmark_flags_broken_mechanisms_and_spares_correct_ones():
         "svt_threshold_noise_only",
         "laplace_float",
         "laplace_skipped_noise",
+        "bounded_float_sum",
+        "bounded_float_sum_padded",
     ]
     frame = run_benchmark(
         200_000,

@@ -3,9 +3,12 @@
 The benchmark of Ding et al. 2018 ("Detecting violations of differential privacy", CCS; StatDP)
 and Bichsel et al. 2021 ("DP-Sniper", IEEE S&P): report-noisy-max and sparse-vector variants,
 noisy histograms and prefix sums, plus Mironov's floating-point Laplace flaw (Mironov 2012, "On
-significance of the least significant bits for differential privacy", CCS) and randomized-response
-variants. Each mechanism claims ``eps``-DP (the constructor's ``eps``); its true privacy is
-documented in :attr:`FlawedMechanism.epsilon_bounds`, proved in the class docstring:
+significance of the least significant bits for differential privacy", CCS), bounded float sums
+whose sensitivity is taken from the bounds (Casacuberta et al. 2022, "Widespread underestimation
+of sensitivity in differentially private libraries and how to fix it", CCS) with their padded
+remedy, and randomized-response variants. Each mechanism claims ``eps``-DP (the constructor's
+``eps``); its true privacy is documented in :attr:`FlawedMechanism.epsilon_bounds`, proved in
+the class docstring:
 
 - ``(x, x)``: the true ``eps`` is exactly ``x``;
 - ``(lower, upper)``: not known exactly; ``lower`` is proved by an explicit event (probabilities
@@ -17,7 +20,8 @@ The dataset is the vector of true query answers (conventions in
 :mod:`dpaudit.mechanisms.flawed.base`, beside the base class :class:`FlawedMechanism`). One module
 per family: ``histograms``, ``noisy_max``, ``sparse_vector``, ``prefix_sums``, ``floating_point``
 (Mironov's flaw), ``exact_values`` (exact answers on rare code paths, and the delta leaks),
-``randomized_response`` and ``dp_auditorium`` (re-implementations of DP-Auditorium's test
+``bounded_sums`` (Casacuberta et al.'s float sums), ``randomized_response`` and
+``dp_auditorium`` (re-implementations of DP-Auditorium's test
 material). Every class is importable from this package, which holds the catalogue: :data:`FLAWED`
 and :data:`PUBLISHED`.
 
@@ -31,6 +35,7 @@ from __future__ import annotations
 from typing import Any
 
 from dpaudit.mechanisms.flawed.base import FlawedMechanism, claimed_curve
+from dpaudit.mechanisms.flawed.bounded_sums import BoundedFloatSum, BoundedFloatSumPadded
 from dpaudit.mechanisms.flawed.dp_auditorium import (
     DP_AUDITORIUM,
     DPAuditoriumMeanNoisyScale,
@@ -71,6 +76,8 @@ __all__ = [
     "DP_AUDITORIUM",
     "FLAWED",
     "PUBLISHED",
+    "BoundedFloatSum",
+    "BoundedFloatSumPadded",
     "DPAuditoriumMeanNoisyScale",
     "DPAuditoriumNoisyMaxGumbel",
     "DPAuditoriumSVTRevealRecords",
@@ -124,6 +131,8 @@ FLAWED: dict[str, type[FlawedMechanism]] = {
         NoisyPrefixSums,
         LaplaceFloat,
         LaplaceSkippedNoise,
+        BoundedFloatSum,
+        BoundedFloatSumPadded,
         RandomizedResponseBinary,
         RandomizedResponseBinaryFormula,
         LaplaceRareExactAnswer,
@@ -156,6 +165,8 @@ PUBLISHED: dict[str, tuple[float, str] | None] = {
     "noisy_prefix_sums": None,
     "laplace_float": (0.2521, "DP-Sniper (neural network on bit patterns)"),
     "laplace_skipped_noise": None,
+    "bounded_float_sum": None,
+    "bounded_float_sum_padded": None,
     "randomized_response": None,
     "randomized_response_binary_formula": None,
     "laplace_rare_exact_answer": None,
