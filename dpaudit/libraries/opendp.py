@@ -31,6 +31,7 @@ import numpy as np
 from dpaudit.bounds.rdp import ZCDP
 from dpaudit.bounds.tradeoff import approx_dp
 from dpaudit.libraries.battery import Claimed, Function, Library, Release
+from dpaudit.libraries.pydp import unit_pairs
 from dpaudit.mechanisms.base import NeighbouringPair
 from dpaudit.mechanisms.pairs import (
     answer_pairs,
@@ -234,22 +235,6 @@ def _records_pairs(n: int, bounds: tuple[float, float], relations: Sequence[str]
             "boundary": boundary_pairs(n, lo, hi, relation=relation),
             "random": random_pairs(n, lo, hi, relation=relation, budget=RANDOM_BUDGET),
         }
-
-    return pairs
-
-
-def _units_pairs(units: Sequence[int]) -> Any:
-    def pairs(relation: str) -> dict[str, Sequence[NeighbouringPair]]:
-        made = [
-            NeighbouringPair(
-                np.zeros(k, dtype=np.int64),
-                np.zeros(k + 1, dtype=np.int64),
-                "add_remove",
-                f"{k} records of one key, one added",
-            )
-            for k in units
-        ]
-        return {"units": made}
 
     return pairs
 
@@ -472,7 +457,12 @@ def laplace_threshold(
         return fn
 
     name = f"count_by >> m.make_laplace_threshold(scale={scale:g}, threshold={threshold})"
-    return Function(name, release, {"add_remove": _claim(measurement(), 1)}, _units_pairs(units))
+    return Function(
+        name,
+        release,
+        {"add_remove": _claim(measurement(), 1)},
+        lambda relation: {"units": unit_pairs(units, "records of one key")},
+    )
 
 
 def randomized_response_bool(*, prob: float = 0.75) -> Function:

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from dpaudit.libraries.battery import Claimed, Function, Library, Release, approx_dp_claim
-from dpaudit.libraries.pydp import UNITS
+from dpaudit.libraries.pydp import UNITS, unit_pairs
 from dpaudit.mechanisms.base import NeighbouringPair
 from dpaudit.mechanisms.pairs import boundary_pairs, random_pairs, rounding_pairs
 
@@ -174,14 +174,7 @@ def select_partitions(
         return fn
 
     def pairs(relation: str) -> dict[str, Sequence[NeighbouringPair]]:
-        return {
-            "units": [
-                NeighbouringPair(
-                    np.zeros(k), np.zeros(k + 1), "add_remove", f"{k} privacy units, one added"
-                )
-                for k in units
-            ]
-        }
+        return {"units": unit_pairs(units, "privacy units")}
 
     return Function(
         f"select_partitions.{strategy}(epsilon={epsilon:g}, delta={delta:g})",

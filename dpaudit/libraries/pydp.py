@@ -46,6 +46,7 @@ __all__ = [
     "functions",
     "mechanism",
     "partition_selection",
+    "unit_pairs",
 ]
 
 #: Records per dataset of the aggregations' pairs.
@@ -220,6 +221,20 @@ STRATEGIES = ("truncated_geometric", "laplace", "gaussian")
 UNITS = (1, 2, 4, 8, 12, 16, 24, 32)
 
 
+def unit_pairs(units: Sequence[int], what: str) -> list[NeighbouringPair]:
+    """``add_remove`` pairs of ``k`` records (integer zeros: all alike) against ``k + 1``, for
+    each ``k`` in ``units``: what a count of privacy units, and the threshold on it, sees."""
+    return [
+        NeighbouringPair(
+            np.zeros(k, dtype=np.int64),
+            np.zeros(k + 1, dtype=np.int64),
+            "add_remove",
+            f"{k} {what}, one added",
+        )
+        for k in units
+    ]
+
+
 def partition_selection(
     strategy: str,
     *,
@@ -252,14 +267,7 @@ def partition_selection(
         return fn
 
     def pairs(relation: str) -> dict[str, Sequence[NeighbouringPair]]:
-        return {
-            "units": [
-                NeighbouringPair(
-                    np.zeros(k), np.zeros(k + 1), "add_remove", f"{k} privacy units, one added"
-                )
-                for k in units
-            ]
-        }
+        return {"units": unit_pairs(units, "privacy units")}
 
     built = build()
     return Function(

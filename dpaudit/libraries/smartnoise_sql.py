@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from dpaudit.libraries.battery import Function, Library, Release, approx_dp_claim
-from dpaudit.libraries.pydp import UNITS
+from dpaudit.libraries.pydp import UNITS, unit_pairs
 from dpaudit.mechanisms.base import NeighbouringPair
 from dpaudit.mechanisms.pairs import boundary_pairs, random_pairs, rounding_pairs
 
@@ -156,14 +156,7 @@ def censored_count(
         return fn
 
     def pairs(relation: str) -> dict[str, Sequence[NeighbouringPair]]:
-        return {
-            "units": [
-                NeighbouringPair(
-                    np.zeros(k), np.zeros(k + 1), "add_remove", f"{k} persons, one added"
-                )
-                for k in units
-            ]
-        }
+        return {"units": unit_pairs(units, "persons")}
 
     reader = _reader(_frame(np.zeros(1), 1), epsilon, delta, BOUNDS, censor=True)
     spent = reader.get_privacy_cost("SELECT trial, COUNT(*) FROM t.t GROUP BY trial")
