@@ -227,7 +227,11 @@ def build_parser() -> argparse.ArgumentParser:
     library = sub.add_parser(
         "library", help="audit the covered functions of a DP library against its own claims"
     )
-    library.add_argument("name", help="the library: diffprivlib or opendp")
+    library.add_argument(
+        "name",
+        help="the library: diffprivlib, opendp, python-dp, pipeline-dp, smartnoise-sql, or one "
+        "a plugin registers",
+    )
     library.add_argument(
         "-o", "--output", type=Path, required=True, metavar="DIR", help=_OUTPUT_HELP
     )
@@ -542,7 +546,7 @@ def _cmd_library(args: argparse.Namespace) -> Verdicts:
         seed=args.seed,
     )
     lib = plan.library
-    seeded = "" if lib.seeded else f"; {lib.name} cannot be seeded, so reruns are not identical"
+    seeded = "" if lib.seeded else f"; {lib.name} cannot be seeded: {libraries.NOT_REPRODUCIBLE}"
     print(
         f"{lib.name} {lib.version()}: {len(plan.rows)} audits, {lib.cost(plan.draws)}{seeded}",
         file=sys.stderr,

@@ -31,6 +31,12 @@ probe); a pilot of ``P`` trials likewise with ``P // 2`` selection trials (a pil
 the candidates). :attr:`Plan.draws` adds these up before anything runs. Rows are independent
 audits with their own seeds, so :func:`run` may audit several at once (``n_jobs``) with
 results identical to one at a time (for a seeded library).
+
+Seeds. A library whose randomness cannot follow the audit's seed (``Library.seeded`` false:
+OpenDP, python-dp, pipeline-dp, smartnoise-sql) gives valid audits, every trial a fresh
+independent draw, that a rerun does not reproduce; its records say so
+(:data:`NOT_REPRODUCIBLE`) where a seed would stand, in each row's record and in the battery's
+provenance, instead of a seed that would not reproduce them.
 """
 
 from __future__ import annotations
@@ -54,7 +60,7 @@ from dpaudit._core.validation import check_integer, check_n_jobs, check_probabil
 from dpaudit.audit.engine import audit_mechanism, most_outputs
 from dpaudit.audit.limits import check_trials
 from dpaudit.audit.pair_search import search_pairs
-from dpaudit.bounds.tradeoff import TradeoffCurve
+from dpaudit.bounds.tradeoff import TradeoffCurve, approx_dp
 from dpaudit.mechanisms.base import NeighbouringPair
 from dpaudit.mechanisms.blackbox import BlackBox, describe_outputs
 from dpaudit.mechanisms.pairs import subsample
@@ -67,12 +73,17 @@ __all__ = [
     "Claimed",
     "Function",
     "Library",
+    "NOT_REPRODUCIBLE",
     "Plan",
     "Row",
+    "approx_dp_claim",
     "audit_draws",
     "plan",
     "run",
 ]
+
+#: What a record of an unseedable library holds where a seed would stand.
+NOT_REPRODUCIBLE = "not reproducible by seed"
 
 #: ``fn(dataset, size, rng) -> size outputs``: how a function of a library is called.
 Release = Callable[[np.ndarray, int, np.random.Generator], Any]
@@ -91,6 +102,17 @@ class Claimed:
     table: Mapping[str, Any]
     deltas: tuple[float, ...]
     text: str
+
+
+def approx_dp_claim(epsilon: float, delta: float = 0.0, note: str = "") -> Claimed:
+    """A library's ``(epsilon, delta)``-DP claim: ``approx_dp(epsilon, delta)``, with ``eps``
+    lower bounds reported at ``delta`` (``note`` follows the claim in words)."""
+    return Claimed(
+        approx_dp(epsilon, delta),
+        {"kind": "approx_dp", "eps": epsilon, "delta": delta},
+        (delta,),
+        f"({epsilon:g}, {delta:g})-DP" + (f" ({note})" if note else ""),
+    )
 
 
 @dataclass(frozen=True)
@@ -559,6 +581,8 @@ def _run_row(plan: Plan, index: int, library_version: str) -> tuple[dict[str, An
         claimed = record.get("claim") or {}
         if "tradeoff" in claimed:
             claimed["tradeoff"] = _bends(claimed["tradeoff"])
+        if not library.seeded:
+            record["seed"] = NOT_REPRODUCIBLE
     return record, time.perf_counter() - start
 
 
@@ -644,7 +668,7 @@ def run(plan: Plan, *, progress: Callable[[str], None] | None = None, n_jobs: in
         "pilot_trials": plan.pilot_trials,
         "confidence": plan.confidence,
         "row_confidence": plan.row_confidence,
-        "seed": plan.seed,
+        "seed": plan.seed if library.seeded else NOT_REPRODUCIBLE,
         "draws_at_most": plan.draws,
     }
     return Battery(plan, records, table, provenance)

@@ -29,8 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from dpaudit.bounds.tradeoff import approx_dp
-from dpaudit.libraries.battery import Claimed, Function, Library, Release
+from dpaudit.libraries.battery import Function, Library, Release, approx_dp_claim
 from dpaudit.mechanisms.base import NeighbouringPair
 from dpaudit.mechanisms.pairs import (
     answer_pairs,
@@ -67,14 +66,7 @@ def _shown(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else repr(value)
 
 
-def _claim(epsilon: float, delta: float = 0.0) -> Claimed:
-    text = f"({epsilon:g}, {delta:g})-DP"
-    return Claimed(
-        approx_dp(epsilon, delta),
-        {"kind": "approx_dp", "eps": epsilon, "delta": delta},
-        (delta,) if delta > 0 else (0.0,),
-        text,
-    )
+_claim = approx_dp_claim
 
 
 def _mechanism_release(name: str, kwargs: Mapping[str, Any], integer: bool) -> Release:

@@ -1,0 +1,296 @@
+"""Google's DP library (``python-dp``, imported as ``pydp``), as the battery calls it.
+
+Calls. The library is C++ behind Python bindings and draws one output per call: each release
+function builds its algorithm or mechanism once per audit and calls it once per trial of a chunk
+(``quick_result`` resets the algorithm before every result, so every call is a fresh release of
+the whole dataset). Its randomness comes from the C++ library's own secure generator, which
+cannot be seeded: an audit of python-dp is valid (every trial an independent draw) but
+:data:`~dpaudit.libraries.battery.NOT_REPRODUCIBLE`.
+
+Claims. Every algorithm states ``(epsilon, delta)``-DP for the parameters it was built with; the
+claim is read back from the built object (``epsilon``, ``delta``), so a parameter the library
+changed or refused shows in the claim.
+
+Relations. The numerical mechanisms (``LaplaceMechanism``, ``GaussianMechanism``) take a
+``sensitivity``: how far their one input may move, audited as two one-record datasets that far
+apart (``replace_one``). The aggregations of ``algorithms.laplacian`` bound each privacy unit's
+contributions (``l0_sensitivity``, ``linf_sensitivity``) without saying in the Python package
+which neighbours they mean, so both relations are tried (silent). Partition selection decides
+from the number of privacy units in a partition, which only adding or removing a unit changes:
+its relation is ``add_remove``.
+
+Every covered function is made by a factory whose parameters are the settings it is audited at
+(``epsilon``, ``delta``, ``bounds``, ``n`` records, ``dtype``); :func:`functions` lists the
+default settings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from dpaudit.libraries.battery import Claimed, Function, Library, Release, approx_dp_claim
+from dpaudit.mechanisms.base import NeighbouringPair
+from dpaudit.mechanisms.pairs import (
+    boundary_pairs,
+    overflow_pairs,
+    random_pairs,
+    rounding_pairs,
+)
+
+__all__ = [
+    "LIBRARY",
+    "aggregation",
+    "functions",
+    "mechanism",
+    "partition_selection",
+    "unit_pairs",
+]
+
+#: Records per dataset of the aggregations' pairs.
+N = 10
+#: Declared bounds of the aggregations' records.
+BOUNDS = (0.0, 1.0)
+#: Bounds of the int64 sum, large enough that four records overflow 64 bits.
+INT64_BOUNDS = (0, 2**61)
+RANDOM_BUDGET = 8
+RELATIONS_SILENT = ("replace_one", "add_remove")
+#: The aggregations of ``pydp.algorithms.laplacian`` that take bounds, and whether the rounding
+#: search applies (a sum is computed from the records).
+BOUNDED = {
+    "BoundedSum": True,
+    "BoundedMean": True,
+    "BoundedVariance": False,
+    "BoundedStandardDeviation": False,
+    "Max": False,
+    "Min": False,
+    "Median": False,
+    "Percentile": False,
+}
+
+
+def _number(value: float) -> str:
+    return (
+        f"2**{int(value).bit_length() - 1}"
+        if float(value).is_integer() and value > 2**20 and int(value) & (int(value) - 1) == 0
+        else f"{value:g}"
+    )
+
+
+def _claim(built: Any, note: str = "") -> Claimed:
+    """The claim of a built algorithm or mechanism, read back from it."""
+    return approx_dp_claim(float(built.epsilon), float(getattr(built, "delta", 0.0)), note)
+
+
+def _loop_sum(records: np.ndarray) -> float:
+    """A sum in record order, one addition at a time (as a C++ loop adds)."""
+    total = 0.0
+    for value in np.asarray(records, dtype=float):
+        total += float(value)
+    return total
+
+
+def _python(dataset: np.ndarray, dtype: str) -> list[Any]:
+    values = np.asarray(dataset).ravel()
+    return [int(v) for v in values] if dtype != "float" else [float(v) for v in values]
+
+
+def _repeat(call: Callable[[], Any], size: int) -> np.ndarray:
+    return np.array([float(call()) for _ in range(size)], dtype=float)
+
+
+def mechanism(
+    name: str, *, epsilon: float = 1.0, delta: float = 1e-5, sensitivity: float = 1.0
+) -> Function:
+    """``numerical_mechanisms.LaplaceMechanism(epsilon, sensitivity)`` or
+    ``GaussianMechanism(epsilon, delta, sensitivity)``: ``add_noise`` on the one record, whose
+    neighbours lie ``sensitivity`` apart (``replace_one``)."""
+    if name not in ("LaplaceMechanism", "GaussianMechanism"):
+        raise ValueError(f"name must be LaplaceMechanism or GaussianMechanism, got {name!r}")
+    kwargs: dict[str, float] = {"epsilon": epsilon, "sensitivity": sensitivity}
+    if name == "GaussianMechanism":
+        kwargs = {"epsilon": epsilon, "delta": delta, "sensitivity": sensitivity}
+
+    def build() -> Any:
+        from pydp.algorithms import numerical_mechanisms
+
+        return getattr(numerical_mechanisms, name)(**kwargs)
+
+    def release() -> Release:
+        add_noise = build().add_noise
+
+        def fn(dataset: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+            value = float(np.asarray(dataset, dtype=float).ravel()[0])
+            return _repeat(lambda: add_noise(value), size)
+
+        return fn
+
+    def pairs(relation: str) -> dict[str, Sequence[NeighbouringPair]]:
+        return {
+            "boundary": boundary_pairs(1, 0, sensitivity, relation=relation),
+            "random": random_pairs(1, 0, sensitivity, relation=relation, budget=RANDOM_BUDGET),
+        }
+
+    shown = ", ".join(f"{k}={v:g}" for k, v in kwargs.items())
+    return Function(
+        f"numerical_mechanisms.{name}({shown})",
+        release,
+        {"replace_one": _claim(build())},
+        pairs,
+    )
+
+
+def aggregation(
+    name: str,
+    *,
+    epsilon: float = 1.0,
+    bounds: tuple[float, float] | None = BOUNDS,
+    n: int = N,
+    dtype: str = "float",
+    percentile: float = 0.25,
+    overflow: bool = False,
+) -> Function:
+    """An aggregation of ``pydp.algorithms.laplacian`` (``Count`` or one of :data:`BOUNDED`)
+    built with ``epsilon``, ``bounds`` (``lower_bound``, ``upper_bound``; ignored by ``Count``)
+    and ``dtype`` (``"float"``, ``"int"`` or ``"int64"``), released by ``quick_result`` on ``n``
+    records. ``overflow``: the pairs are those on which a 64-bit sum of the records overflows.
+    The library is silent about its relation: both are tried."""
+    if name != "Count" and name not in BOUNDED:
+        raise ValueError(f"name must be Count or one of {', '.join(BOUNDED)}, got {name!r}")
+    if dtype not in ("float", "int", "int64"):
+        raise ValueError(f"dtype must be 'float', 'int' or 'int64', got {dtype!r}")
+    lo, hi = bounds if bounds is not None else BOUNDS
+    kwargs: dict[str, Any] = {"epsilon": epsilon, "dtype": dtype}
+    if name != "Count":
+        cast = float if dtype == "float" else int
+        kwargs.update(lower_bound=cast(lo), upper_bound=cast(hi))
+    if name == "Percentile":
+        kwargs["percentile"] = percentile
+
+    def build() -> Any:
+        from pydp.algorithms import laplacian
+
+        return getattr(laplacian, name)(**kwargs)
+
+    def release() -> Release:
+        algorithm = build()
+
+        def fn(dataset: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+            records = _python(dataset, dtype)
+            return _repeat(lambda: algorithm.quick_result(records), size)
+
+        return fn
+
+    integer = dtype != "float"
+
+    def pairs(relation: str) -> dict[str, Sequence[NeighbouringPair]]:
+        if overflow:
+            return {"overflow": overflow_pairs(int(lo), int(hi), relation=relation)}
+        out: dict[str, Sequence[NeighbouringPair]] = {
+            "boundary": boundary_pairs(n, lo, hi, relation=relation, integer=integer)
+        }
+        if BOUNDED.get(name) and not integer:
+            out["rounding"] = rounding_pairs(n, lo, hi, relation=relation, accumulate=_loop_sum)
+        out["random"] = random_pairs(
+            n, lo, hi, relation=relation, budget=RANDOM_BUDGET, integer=integer
+        )
+        return out
+
+    shown = [f"epsilon={epsilon:g}"]
+    if name != "Count":
+        shown.append(f"bounds=({_number(lo)}, {_number(hi)})")
+    if name == "Percentile":
+        shown.append(f"percentile={percentile:g}")
+    shown.append(f"dtype={dtype}")
+    claim = _claim(build())
+    return Function(
+        f"laplacian.{name}({', '.join(shown)})",
+        release,
+        {relation: claim for relation in RELATIONS_SILENT},
+        pairs,
+        stated=False,
+    )
+
+
+#: The partition selection strategies of ``pydp.algorithms.partition_selection``.
+STRATEGIES = ("truncated_geometric", "laplace", "gaussian")
+#: Numbers of privacy units in a partition of the partition selection pairs: each against one
+#: unit more.
+UNITS = (1, 2, 4, 8, 12, 16, 24, 32)
+
+
+def unit_pairs(units: Sequence[int], what: str) -> list[NeighbouringPair]:
+    """``add_remove`` pairs of ``k`` records (integer zeros: all alike) against ``k + 1``, for
+    each ``k`` in ``units``: what a count of privacy units, and the threshold on it, sees."""
+    return [
+        NeighbouringPair(
+            np.zeros(k, dtype=np.int64),
+            np.zeros(k + 1, dtype=np.int64),
+            "add_remove",
+            f"{k} {what}, one added",
+        )
+        for k in units
+    ]
+
+
+def partition_selection(
+    strategy: str,
+    *,
+    epsilon: float = 1.0,
+    delta: float = 1e-5,
+    max_partitions_contributed: int = 1,
+    units: Sequence[int] = UNITS,
+) -> Function:
+    """``create_partition_strategy(strategy, epsilon, delta, max_partitions_contributed)``:
+    ``should_keep`` of a partition of ``k`` privacy units (the dataset's records) against
+    ``k + 1`` (``add_remove``), for each ``k`` in ``units``; the output is 1 when the partition
+    is kept."""
+    if strategy not in STRATEGIES:
+        raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
+
+    def build() -> Any:
+        from pydp.algorithms import partition_selection as selection
+
+        return selection.create_partition_strategy(
+            strategy, epsilon, delta, max_partitions_contributed
+        )
+
+    def release() -> Release:
+        should_keep = build().should_keep
+
+        def fn(dataset: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+            count = len(np.asarray(dataset).ravel())
+            return _repeat(lambda: should_keep(count), size)
+
+        return fn
+
+    def pairs(relation: str) -> dict[str, Sequence[NeighbouringPair]]:
+        return {"units": unit_pairs(units, "privacy units")}
+
+    built = build()
+    return Function(
+        f"partition_selection.{strategy}(epsilon={epsilon:g}, delta={delta:g}, "
+        f"max_partitions_contributed={max_partitions_contributed})",
+        release,
+        {"add_remove": _claim(built)},
+        pairs,
+    )
+
+
+def functions() -> list[Function]:
+    """The covered functions of python-dp, at their default settings."""
+    covered = [mechanism("LaplaceMechanism"), mechanism("GaussianMechanism")]
+    covered.append(aggregation("Count"))
+    covered += [aggregation(name) for name in BOUNDED]
+    covered.append(aggregation("BoundedSum", bounds=(0, 10), dtype="int"))
+    covered.append(aggregation("BoundedSum", bounds=INT64_BOUNDS, dtype="int64", overflow=True))
+    covered += [partition_selection(strategy) for strategy in STRATEGIES]
+    return covered
+
+
+#: python-dp in the battery's registry.
+LIBRARY = Library(
+    "python-dp", "pydp", "python-dp", functions, seeded=False, one_call_per_output=True
+)
