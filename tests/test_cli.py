@@ -22,7 +22,7 @@ OVERCLAIMED = EXAMPLES / "laplace-overclaimed.toml"
 @pytest.fixture
 def no_figures(monkeypatch: pytest.MonkeyPatch) -> None:
     """Leave the figures out of reports (they are tested in tests/reports/): faster runs."""
-    monkeypatch.setattr(reports.writer, "audit_figures", lambda record: {})
+    monkeypatch.setattr(reports.writer, "audit_figures", lambda record, keys=(): {})
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

@@ -259,7 +259,7 @@ def test_run_fuzz(
     module = f"dpaudit_fuzz_releases_{os.getpid()}"
     (tmp_path / f"{module}.py").write_text(_RELEASES)
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(reports.writer, "audit_figures", lambda record: {})
+    monkeypatch.setattr(reports.writer, "audit_figures", lambda record, keys=(): {})
     rng = random.Random(SEED)
     codes: Counter[int] = Counter()
     for i in range(VARIANTS):

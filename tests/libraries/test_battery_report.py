@@ -17,14 +17,14 @@ import html
 import io
 import json
 import sys
+from importlib.metadata import EntryPoint
 
 import numpy as np
 import pytest
 
-from dpaudit import reports
+from dpaudit import libraries, reports
 from dpaudit.bounds.tradeoff import approx_dp
 from dpaudit.cli import main
-from dpaudit.libraries import LIBRARIES
 from dpaudit.libraries.battery import Claimed, Function, Library
 from dpaudit.mechanisms import Laplace
 from dpaudit.mechanisms.pairs import boundary_pairs, random_pairs
@@ -69,7 +69,9 @@ def runs(tmp_path_factory):
     library = Library("fake", "numpy", "numpy", lambda: functions, True, False)
     out = {}
     with pytest.MonkeyPatch.context() as patch:
-        patch.setitem(LIBRARIES, "fake", __name__)
+        registered = libraries._registered()
+        fake = EntryPoint("fake", __name__, "dpaudit.libraries")
+        patch.setattr(libraries, "_registered", lambda: {**registered, "fake": [fake]})
         patch.setattr(sys.modules[__name__], "LIBRARY", library, raising=False)
         patch.setattr(reports.writer, "audit_figures", _tiny_figures)
         for key, extra in (

@@ -393,7 +393,7 @@ def test_write_is_atomic(tmp_path: Path, consistent, monkeypatch: pytest.MonkeyP
         raise RuntimeError("disk full")
 
     # Figures are not what this test is about: leave them out to keep it fast.
-    monkeypatch.setattr(reports.writer, "audit_figures", lambda record: {})
+    monkeypatch.setattr(reports.writer, "audit_figures", lambda record, keys=(): {})
     target = tmp_path / "r"
     with monkeypatch.context() as patch:
         patch.setattr(reports.writer, "render_markdown", broken)
@@ -421,7 +421,7 @@ def test_write_refuses_a_foreign_directory(
         reports.write(consistent, target)
     assert _report_files(target) == {"notes.txt"}
     # A report directory that also holds a file of the user's is not replaced either.
-    monkeypatch.setattr(reports.writer, "audit_figures", lambda record: {})
+    monkeypatch.setattr(reports.writer, "audit_figures", lambda record, keys=(): {})
     report = reports.write(consistent, tmp_path / "report")
     (report / "notes.txt").write_text("mine")
     with pytest.raises(ValueError, match="holds other files"):
