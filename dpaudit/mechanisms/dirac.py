@@ -27,9 +27,9 @@ batch; its law depends on the sampling (``n`` records trained on, ``I`` insertio
   ``m |J_e| / n`` (``J_e`` the insertion steps of the epoch within the ``T`` steps).
 
 Other datasets raise ``NotImplementedError`` (the mixture would run over subsets of records).
-Densities are exact to rounding: the mixture is summed over a window of atoms around its
-largest term, and the terms left out are bounded by a geometric series (the terms are
-log-concave in ``K``) and kept below ``2^-60`` of the sum, widening the window where needed.
+Densities are exact to rounding: the mixture is summed outwards from its largest term, and the
+terms left out are bounded by a geometric series (the terms are log-concave in ``K``) and kept
+below ``2^-60`` of the sum.
 """
 
 from __future__ import annotations
@@ -161,11 +161,15 @@ class FinalLaw:
 
 
 def _log_lattice_mixture(v: np.ndarray, log_w: np.ndarray, h: float) -> np.ndarray:
-    """``log sum_k exp(log_w[k] - (v - h k)^2 / 2)`` for every ``v``; ``log_w`` is concave on
-    its (contiguous) support, so the terms are log-concave in ``k`` and their largest sits at an
-    index that grows with ``v`` (found from the breakpoints where two neighbours are equal).
-    The window around it widens until the geometric bound on each side's omitted terms is at most
-    :data:`_TAIL` of the window's sum."""
+    """``log sum_k exp(log_w[k] - (v - h k)^2 / 2)`` for every ``v``.
+
+    ``log_w`` is concave on its (contiguous) support, so the terms are log-concave in ``k``:
+    their largest sits at an index that grows with ``v`` (found from the breakpoints where two
+    neighbours are equal), and the ratio of neighbours ``t_{k+1} / t_k = exp(a_k + h v)``, with
+    ``a_k = log_w[k+1] - log_w[k] - h^2 (2k + 1) / 2``, falls as ``k`` grows. From the largest
+    term outwards each side is summed by these ratios until the geometric bound on the terms
+    left out, ``t r / (1 - r)`` with ``r`` the next ratio, is at most :data:`_TAIL` of the sum
+    for every ``v``; the rounding of the products is a few units in the last place per term."""
     finite = np.flatnonzero(np.isfinite(log_w))
     lo, hi = int(finite[0]), int(finite[-1])
     lw = log_w[lo : hi + 1]
@@ -175,37 +179,28 @@ def _log_lattice_mixture(v: np.ndarray, log_w: np.ndarray, h: float) -> np.ndarr
     # v at which terms k and k + 1 are equal; non-decreasing since lw is concave
     breaks = np.maximum.accumulate((lw[:-1] - lw[1:]) / h + h * (k[:-1] + 0.5))
     mode = np.searchsorted(breaks, v)
-    top_k = int(np.argmax(lw))
-    around = lw[max(top_k - 1, 0) : top_k + 2]
-    curvature = -float(np.diff(around, 2)[0]) if around.size == 3 else 0.0
-    width = int(min(lw.size, math.ceil(9.0 / math.sqrt(h * h + max(curvature, 0.0))) + 2))
-    out = np.full(v.size, np.nan)
-    todo = np.arange(v.size)
-    while todo.size:
-        offsets = np.arange(-width, width + 2)  # the window, and one term beyond each side
-        offsets = np.concatenate([[-width - 1], offsets])
-        idx = mode[todo, None] + offsets
-        inside = (idx >= 0) & (idx < lw.size)
-        safe = np.clip(idx, 0, lw.size - 1)
-        terms = np.where(inside, lw[safe] - 0.5 * (v[todo, None] - h * (safe + lo)) ** 2, -np.inf)
-        core = terms[:, 1:-1]
-        top = core.max(axis=1)
-        scaled = np.exp(core - top[:, None])
-        total = scaled.sum(axis=1)
-        ok = np.ones(todo.size, dtype=bool)
-        for edge, beyond in ((core[:, -1], terms[:, -1]), (core[:, 0], terms[:, 0])):
-            with np.errstate(invalid="ignore"):
-                ratio = np.exp(beyond - edge)
-                bound = np.exp(beyond - top) / (1.0 - ratio)
-            left_out = np.isfinite(beyond)
-            ok &= ~left_out | ((ratio < 1.0) & (bound <= _TAIL * total))
-        done = todo[ok]
-        out[done] = top[ok] + np.log(total[ok])
-        todo = todo[~ok]
-        if width >= lw.size:
-            break
-        width = min(2 * width, lw.size)
-    return out
+    top = lw[mode] - 0.5 * (v - h * (mode + lo)) ** 2
+    # step[e] = log(t_{e+1} / t_e) - h v: going up from edge e the next ratio is
+    # exp(step[e] + h v), going down exp(-(step[e - 1] + h v)); none past either end
+    step = lw[1:] - lw[:-1] - 0.5 * h * h * (2.0 * k[:-1] + 1.0)
+    up = np.append(step, -np.inf)
+    down = np.concatenate([[np.inf], step])
+    hv = h * v
+    total = np.ones(v.size)
+    for ratios, move in ((up, 1), (down, -1)):
+        term = np.ones(v.size)
+        edge = mode.copy()
+        while True:
+            log_r = move * (ratios[edge] + hv)
+            r = np.exp(log_r)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                left_out = np.where(r < 1.0, term * r / (1.0 - r), np.inf)
+            if not (left_out > _TAIL * total).any():
+                break
+            term *= r
+            total += term
+            edge = np.clip(edge + move, 0, lw.size - 1)
+    return top + np.log(total)
 
 
 def final_law(c: np.ndarray, schedule: Schedule, sigma: float) -> FinalLaw:
