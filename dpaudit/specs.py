@@ -16,7 +16,8 @@ Keys of an ``[[audit]]`` table (see :data:`AUDIT_KEYS`): ``name`` (required, uni
 ``description``, ``mechanism`` (required; a table with ``kind``), ``pair`` (``d``, ``d_prime``,
 ``relation``, ``description``; default: the mechanism's worst-case pair, which a black box has
 only when given ``dataset`` and ``neighbour``), ``attack`` (a table with ``kind``; default
-``likelihood_ratio``, or ``delta_leak`` for mechanisms without a density such as black boxes),
+``likelihood_ratio`` when the mechanism has the density of the pair's outputs, else
+``delta_leak``, e.g. for black boxes: the engine's rule, the same as the Python API's),
 ``trials`` (required, per dataset), ``seed``, ``confidence``, ``strategy``, ``threshold``,
 ``selection_trials``, ``claim`` (a table with ``kind``; default: the mechanism's own tightest
 valid accountant), ``deltas`` (the delta values at which epsilon is reported), ``n_jobs``,
@@ -951,7 +952,8 @@ AUDIT_KEYS: dict[str, Param] = {
         "table",
         False,
         None,
-        "{ kind = ... }; default: likelihood_ratio, or delta_leak without a density",
+        "{ kind = ... }; default: likelihood_ratio when the mechanism has the density of "
+        "the pair's outputs, else delta_leak (as in the Python API)",
     ),
     "trials": Param("integer", help="Monte Carlo trials per dataset"),
     "seed": Param("integer", False, 0, "root seed of the trials"),
@@ -1161,8 +1163,8 @@ def _audited_objects(
     values: Mapping[str, Any], ctx: _Context
 ) -> tuple[Mechanism, NeighbouringPair, Attack | None, TradeoffCurve | None]:
     """The mechanism, pair, attack and claim of an ``[[audit]]`` table, with their defaults: the
-    mechanism's worst-case pair (or the attack's own game pair), the likelihood ratio when the
-    mechanism has a density, and the accountant claim of its tightest valid theory."""
+    mechanism's worst-case pair (or the attack's own game pair), no attack (the engine then
+    chooses, as for the Python API), and the accountant claim of its tightest valid theory."""
     mechanism = _build_mechanism(values["mechanism"], ctx, "mechanism")
     pair = _read_pair(values, ctx)
     if pair is None and isinstance(mechanism, mechanisms.BlackBox) and not mechanism.has_pair:
@@ -1174,8 +1176,7 @@ def _audited_objects(
     if pair is None:
         pair = _call(ctx, "pair", mechanism.worst_case_pair)
     attack_table = values["attack"]
-    if attack_table is None and type(mechanism).log_density is not Mechanism.log_density:
-        attack_table = {"kind": "likelihood_ratio"}
+    # Without an attack table the engine chooses, as for the Python API (one rule, one place).
     attack: Attack | None = None
     if attack_table is not None:
         attack = _build_kind(attack_table, ATTACK_KINDS, ctx, "attack", mechanism, pair)

@@ -541,11 +541,13 @@ def selection_trials_for(mechanism: Any, trials: int) -> int:
 def _default_attack(
     mechanism: Any, pair: NeighbouringPair, probe: np.ndarray, training: int
 ) -> Attack:
-    """Likelihood ratio when the mechanism knows its density, else the strongest generic
-    attack: :class:`~dpaudit.attacks.DeltaLeak` (a learned score plus exact-output events),
-    trained on the fit sample and at most ``training`` extra outputs per dataset."""
+    """Likelihood ratio when the mechanism knows the density of its outputs on both datasets
+    of the pair, else the strongest generic attack: :class:`~dpaudit.attacks.DeltaLeak` (a
+    learned score plus exact-output events), trained on the fit sample and at most ``training``
+    extra outputs per dataset. Specs without an attack table get the same choice."""
     try:
         mechanism.log_density(pair.d, probe)
+        mechanism.log_density(pair.d_prime, probe)
     except (NotImplementedError, AttributeError):
         return DeltaLeak(mechanism=mechanism, pair=pair, train_trials=min(training, 2**17))
     return LikelihoodRatio(mechanism, pair)
