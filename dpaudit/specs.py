@@ -681,15 +681,24 @@ register_mechanism(
         "dataset": Param("string", False, "synthetic", "'synthetic' or 'goog'"),
         "sigma": Param("number", help="noise multiplier: N(0, sigma^2 clip^2) on the sum"),
         "steps": Param("integer", help="training steps T"),
-        "rate": Param("number", False, None, "Poisson rate q (fixed batches: m = rate * n)"),
-        "batch_size": Param("integer", False, None, "fixed batch size m (sampling = 'fixed')"),
+        "rate": Param("number", False, None, "Poisson rate q (other batches: m = rate * n)"),
+        "batch_size": Param("integer", False, None, "batch size m ('fixed' or 'shuffled')"),
         "clip": Param("number", False, 1.0, "per-example gradient clipping norm C"),
         "learning_rate": Param("number", False, 0.5, "step size"),
-        "sampling": Param("string", False, "poisson", "'poisson' (add/remove) or 'fixed'"),
+        "sampling": Param(
+            "string", False, "poisson", "'poisson' (add/remove), 'fixed' or 'shuffled'"
+        ),
         "canary": Param("string", False, "dirac", "'dirac' (gradient) or 'input' (outlier)"),
-        "observe": Param("string", False, "final", "'final' model or canary 'updates'"),
+        "observe": Param(
+            "string",
+            False,
+            "final",
+            "'final' model, canary 'updates', or 'final_canary' (drawn from its exact law)",
+        ),
         "hidden": Param("integer", False, 16, "hidden units of the MLP"),
         "seed": Param("integer", False, 0, "seed of the synthetic data and the MLP's start"),
+        "canary_every": Param("integer", False, 1, "Dirac gradients at steps 0, k, 2k, ..."),
+        "init": Param("string", False, "default", "'default' or 'worst_case' initialisation"),
     },
     "DP-SGD trained many times on a small dataset with a canary: final model or canary updates",
 )
@@ -806,6 +815,8 @@ register_mechanism(
         "threshold": Param("number", False, None, "sparse vector: threshold"),
         "leak": Param("number", False, None, "laplace_skipped_noise: probability of no noise"),
         "m": Param("integer", False, None, "randomized_response_binary_formula: categories"),
+        "batch_size": Param("integer", False, None, "dpsgd_shuffled_claims_poisson: batch size"),
+        "epochs": Param("integer", False, None, "dpsgd_shuffled_claims_poisson: epochs"),
     },
     f"a mechanism from the DP-violation literature claiming eps-DP; names: {_flawed_names()}",
 )
