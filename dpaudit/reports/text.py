@@ -154,12 +154,11 @@ BOUNDS_TABLE_NOTE = (
 
 def reach_note(record: Mapping[str, Any]) -> str | None:
     """For an audit that observes only the final model of DP-SGD (theory ``last_iterate``,
-    ``observe`` ``"final"`` or ``"final_canary"``): what this threat model can reach, the
+    ``record["observe"]`` ``"final"`` or ``"final_canary"``): what this threat model can reach, the
     last-iterate ``eps``, beside the composition's (the PLD accountant's) and their ratio, at the
     first reported ``delta``. ``None`` for any other audit."""
     theory = record.get("theory") or {}
-    params = (record.get("mechanism") or {}).get("params") or {}
-    if "last_iterate" not in theory or params.get("observe") not in ("final", "final_canary"):
+    if "last_iterate" not in theory or record.get("observe") not in ("final", "final_canary"):
         return None
     key = next(iter(theory["last_iterate"].get("epsilon") or {}), None)
     reach = (theory["last_iterate"].get("epsilon") or {}).get(key)
