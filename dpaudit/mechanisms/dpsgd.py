@@ -74,8 +74,9 @@ the ``T`` steps compose adaptively (DRS Theorem 10: ``C_p(f)^{tensor T}``). The 
 sensitivity), hence their ``f = G_{1/sigma}``; with noise ``sigma C`` here, ``f = G_{2/sigma}``.
 
 Shuffled batches: a record takes part in at most one step per epoch, and adding it moves at
-most one step's sum, by at most ``2C`` (it takes the place of the record that would have filled
-its slot: couple the two permutations by putting that record where the added one was), so the
+most one step's sum, by at most ``2C`` (couple the epochs: drop the added record from its
+slot and put there a uniformly chosen record of those that sit the epoch out; the batches of the
+smaller dataset are then as likely as ever, and differ in that slot only), so the
 ``E = ceil(T / b)`` epochs compose ``E`` Gaussian mechanisms of sensitivity 2: ``pld`` and
 ``rdp`` of ``Composed(Gaussian(sigma, 2), E)``, a bound. The Poisson accountant at rate
 ``m / n`` (sensitivity 1), which implementations that shuffle often report, is no bound for
@@ -793,22 +794,12 @@ class DPSGD(Mechanism):
         """
         if self.canary == "dirac":
             return self._dirac_pair()
-        records = self.dataset.records()
-        target = self.canary_record()
-        if self.sampling != "fixed":
-            return NeighbouringPair(
-                records,
-                np.vstack([records, target]),
-                "add_remove",
-                description=f"{self.dataset_name} vs {self.dataset_name} plus the input canary",
-            )
-        d_prime = records.copy()
-        d_prime[-1] = target
-        return NeighbouringPair(
-            records,
-            d_prime,
-            "replace_one",
-            description=f"{self.dataset_name}: last example vs the input canary",
+        name = self.dataset_name
+        return self._pair(
+            self.dataset.records(),
+            self.canary_record(),
+            f"{name} vs {name} plus the input canary",
+            f"{name}: last example vs the input canary",
         )
 
     def _dirac_pair(self) -> NeighbouringPair:
@@ -817,28 +808,27 @@ class DPSGD(Mechanism):
         records = self.dataset.records()
         target = dirac_canary(self.dataset.dim, 1.0)
         if self.sampling == "poisson":
-            return NeighbouringPair(
-                records,
-                np.vstack([records, target]),
-                "add_remove",
-                description=f"{self.dataset_name} vs {self.dataset_name} plus the dirac canary",
-            )
+            name = self.dataset_name
+            return self._pair(records, target, f"{name} vs {name} plus the dirac canary", "")
         records[:, -1] = -1.0
-        if self.sampling == "shuffled":
+        every = "every record a Dirac canary with coefficient -1"
+        return self._pair(
+            records, target, f"{every}; plus one with +1", f"{every}; the last one -1 vs +1"
+        )
+
+    def _pair(
+        self, records: np.ndarray, target: np.ndarray, added: str, replaced: str
+    ) -> NeighbouringPair:
+        """``records`` against ``records`` plus ``target`` (add/remove: Poisson and shuffled
+        batches, description ``added``), or with the last record replaced by ``target``
+        (fixed-size batches, replace-one, description ``replaced``)."""
+        if self.sampling != "fixed":
             return NeighbouringPair(
-                records,
-                np.vstack([records, target]),
-                "add_remove",
-                description="every record a Dirac canary with coefficient -1; plus one with +1",
+                records, np.vstack([records, target]), "add_remove", description=added
             )
         d_prime = records.copy()
         d_prime[-1] = target
-        return NeighbouringPair(
-            records,
-            d_prime,
-            "replace_one",
-            description="every record a Dirac canary with coefficient -1; the last one -1 vs +1",
-        )
+        return NeighbouringPair(records, d_prime, "replace_one", description=replaced)
 
     def output_shape(self, dataset: np.ndarray) -> tuple[int, ...]:
         """``(P,)`` for ``observe="final"``, ``(T,)`` for ``observe="updates"``, ``(1,)`` for
