@@ -545,11 +545,15 @@ def _default_attack(
     of the pair, else the strongest generic attack: :class:`~dpaudit.attacks.DeltaLeak` (a
     learned score plus exact-output events), trained on the fit sample and at most ``training``
     extra outputs per dataset. Specs without an attack table get the same choice."""
-    try:
-        mechanism.log_density(pair.d, probe)
-        mechanism.log_density(pair.d_prime, probe)
-    except (NotImplementedError, AttributeError):
-        return DeltaLeak(mechanism=mechanism, pair=pair, train_trials=min(training, 2**17))
+    for dataset in (pair.d, pair.d_prime):
+        try:
+            mechanism.log_density(dataset, probe)
+        except (NotImplementedError, AttributeError):
+            return DeltaLeak(mechanism=mechanism, pair=pair, train_trials=min(training, 2**17))
+        except ValueError:
+            if dataset is pair.d:
+                raise
+            # A D_prime the mechanism refuses is reported where it is first drawn from.
     return LikelihoodRatio(mechanism, pair)
 
 

@@ -68,7 +68,7 @@ from typing import Any
 
 import numpy as np
 import scipy.fft
-from scipy import special, stats
+from scipy import special
 
 from dpaudit._core.validation import (
     check_choice,
@@ -1455,6 +1455,8 @@ def last_iterate(
     count = steps if insertions is None else check_integer("insertions", insertions, minimum=0)
     if count > steps:
         raise ValueError(f"insertions must be at most steps={steps}, got {count}")
+    from scipy import stats  # a slow import, left to the functions that use it
+
     k = np.arange(count + 1)
     weights = np.exp(stats.binom.logpmf(k, count, q))
     name = f"last_iterate(sigma={sigma:g}, T={steps}, rate={q:g}, sensitivity={sens:g}"

@@ -38,7 +38,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
 __all__ = ["Schedule", "FinalLaw", "final_law", "shuffled_updates_log_density"]
 
@@ -120,6 +120,8 @@ class FinalLaw:
     def log_pmf(self) -> np.ndarray:
         """``log P(K = k)``, ``k = 0 .. max K``."""
         if self.bernoullis is None:
+            from scipy import stats  # a slow import, left to the functions that use it
+
             k = np.arange(self.trials + 1)
             return stats.binom.logpmf(k, self.trials, self.prob)
         with np.errstate(divide="ignore"):
