@@ -40,6 +40,7 @@ ARGUMENTS: dict[str, tuple[list[str], list[str]]] = {
     ),
     "accountant": (["--repeats", "1"], ["--intervals", "1e-4", "--repeats", "1"]),
     "dpsgd": (["--only", "throughput"], ["--only", "throughput", "--runs", "4096"]),
+    "dpsgd_final": ([], ["--trials", "1e6", "--mismatch-trials", "2000"]),
     "flawed": (["--trials", "1000000"], ["--trials", "100000"]),
     "parallel": (["--repeat", "5"], ["--repeat", "2"]),
     "strategies": ([], ["--quick"]),

@@ -16,7 +16,8 @@ Keys of an ``[[audit]]`` table (see :data:`AUDIT_KEYS`): ``name`` (required, uni
 ``description``, ``mechanism`` (required; a table with ``kind``), ``pair`` (``d``, ``d_prime``,
 ``relation``, ``description``; default: the mechanism's worst-case pair, which a black box has
 only when given ``dataset`` and ``neighbour``), ``attack`` (a table with ``kind``; default
-``likelihood_ratio``, or ``delta_leak`` for mechanisms without a density such as black boxes),
+``likelihood_ratio`` when the mechanism has the density of the pair's outputs, else
+``delta_leak``, e.g. for black boxes: the engine's rule, the same as the Python API's),
 ``trials`` (required, per dataset), ``seed``, ``confidence``, ``strategy``, ``threshold``,
 ``selection_trials``, ``claim`` (a table with ``kind``; default: the mechanism's own tightest
 valid accountant), ``deltas`` (the delta values at which epsilon is reported), ``n_jobs``,
@@ -680,15 +681,24 @@ register_mechanism(
         "dataset": Param("string", False, "synthetic", "'synthetic' or 'goog'"),
         "sigma": Param("number", help="noise multiplier: N(0, sigma^2 clip^2) on the sum"),
         "steps": Param("integer", help="training steps T"),
-        "rate": Param("number", False, None, "Poisson rate q (fixed batches: m = rate * n)"),
-        "batch_size": Param("integer", False, None, "fixed batch size m (sampling = 'fixed')"),
+        "rate": Param("number", False, None, "Poisson rate q (other batches: m = rate * n)"),
+        "batch_size": Param("integer", False, None, "batch size m ('fixed' or 'shuffled')"),
         "clip": Param("number", False, 1.0, "per-example gradient clipping norm C"),
         "learning_rate": Param("number", False, 0.5, "step size"),
-        "sampling": Param("string", False, "poisson", "'poisson' (add/remove) or 'fixed'"),
+        "sampling": Param(
+            "string", False, "poisson", "'poisson' (add/remove), 'fixed' or 'shuffled'"
+        ),
         "canary": Param("string", False, "dirac", "'dirac' (gradient) or 'input' (outlier)"),
-        "observe": Param("string", False, "final", "'final' model or canary 'updates'"),
+        "observe": Param(
+            "string",
+            False,
+            "final",
+            "'final' model, canary 'updates', or 'final_canary' (drawn from its exact law)",
+        ),
         "hidden": Param("integer", False, 16, "hidden units of the MLP"),
         "seed": Param("integer", False, 0, "seed of the synthetic data and the MLP's start"),
+        "canary_every": Param("integer", False, 1, "Dirac gradients at steps 0, k, 2k, ..."),
+        "init": Param("string", False, "default", "'default' or 'worst_case' initialisation"),
     },
     "DP-SGD trained many times on a small dataset with a canary: final model or canary updates",
 )
@@ -805,6 +815,8 @@ register_mechanism(
         "threshold": Param("number", False, None, "sparse vector: threshold"),
         "leak": Param("number", False, None, "laplace_skipped_noise: probability of no noise"),
         "m": Param("integer", False, None, "randomized_response_binary_formula: categories"),
+        "batch_size": Param("integer", False, None, "dpsgd_shuffled_claims_poisson: batch size"),
+        "epochs": Param("integer", False, None, "dpsgd_shuffled_claims_poisson: epochs"),
     },
     f"a mechanism from the DP-violation literature claiming eps-DP; names: {_flawed_names()}",
 )
@@ -951,7 +963,8 @@ AUDIT_KEYS: dict[str, Param] = {
         "table",
         False,
         None,
-        "{ kind = ... }; default: likelihood_ratio, or delta_leak without a density",
+        "{ kind = ... }; default: likelihood_ratio when the mechanism has the density of "
+        "the pair's outputs, else delta_leak (as in the Python API)",
     ),
     "trials": Param("integer", help="Monte Carlo trials per dataset"),
     "seed": Param("integer", False, 0, "root seed of the trials"),
@@ -1161,8 +1174,8 @@ def _audited_objects(
     values: Mapping[str, Any], ctx: _Context
 ) -> tuple[Mechanism, NeighbouringPair, Attack | None, TradeoffCurve | None]:
     """The mechanism, pair, attack and claim of an ``[[audit]]`` table, with their defaults: the
-    mechanism's worst-case pair (or the attack's own game pair), the likelihood ratio when the
-    mechanism has a density, and the accountant claim of its tightest valid theory."""
+    mechanism's worst-case pair (or the attack's own game pair), no attack (the engine then
+    chooses, as for the Python API), and the accountant claim of its tightest valid theory."""
     mechanism = _build_mechanism(values["mechanism"], ctx, "mechanism")
     pair = _read_pair(values, ctx)
     if pair is None and isinstance(mechanism, mechanisms.BlackBox) and not mechanism.has_pair:
@@ -1174,8 +1187,7 @@ def _audited_objects(
     if pair is None:
         pair = _call(ctx, "pair", mechanism.worst_case_pair)
     attack_table = values["attack"]
-    if attack_table is None and type(mechanism).log_density is not Mechanism.log_density:
-        attack_table = {"kind": "likelihood_ratio"}
+    # Without an attack table the engine chooses, as for the Python API (one rule, one place).
     attack: Attack | None = None
     if attack_table is not None:
         attack = _build_kind(attack_table, ATTACK_KINDS, ctx, "attack", mechanism, pair)

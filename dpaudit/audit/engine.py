@@ -541,13 +541,19 @@ def selection_trials_for(mechanism: Any, trials: int) -> int:
 def _default_attack(
     mechanism: Any, pair: NeighbouringPair, probe: np.ndarray, training: int
 ) -> Attack:
-    """Likelihood ratio when the mechanism knows its density, else the strongest generic
-    attack: :class:`~dpaudit.attacks.DeltaLeak` (a learned score plus exact-output events),
-    trained on the fit sample and at most ``training`` extra outputs per dataset."""
-    try:
-        mechanism.log_density(pair.d, probe)
-    except (NotImplementedError, AttributeError):
-        return DeltaLeak(mechanism=mechanism, pair=pair, train_trials=min(training, 2**17))
+    """Likelihood ratio when the mechanism knows the density of its outputs on both datasets
+    of the pair, else the strongest generic attack: :class:`~dpaudit.attacks.DeltaLeak` (a
+    learned score plus exact-output events), trained on the fit sample and at most ``training``
+    extra outputs per dataset. Specs without an attack table get the same choice."""
+    for dataset in (pair.d, pair.d_prime):
+        try:
+            mechanism.log_density(dataset, probe)
+        except (NotImplementedError, AttributeError):
+            return DeltaLeak(mechanism=mechanism, pair=pair, train_trials=min(training, 2**17))
+        except ValueError:
+            if dataset is pair.d:
+                raise
+            # A D_prime the mechanism refuses is reported where it is first drawn from.
     return LikelihoodRatio(mechanism, pair)
 
 

@@ -66,7 +66,9 @@ class Relation(str, Enum):
 #: The values of :class:`Relation`, as accepted wherever a relation is named.
 RELATIONS = tuple(r.value for r in Relation)
 
-#: Every theory method and what kind of statement it makes about the mechanism.
+#: Every theory method and what kind of statement it makes about the mechanism. A
+#: ``prediction`` is exact for one canary and threat model and neither a bound nor a claim
+#: otherwise (DP-SGD's ``last_iterate``: the final model with a Dirac canary).
 METHOD_KINDS: dict[str, str] = {
     "exact": "exact",
     "pld": "bound",
@@ -75,6 +77,7 @@ METHOD_KINDS: dict[str, str] = {
     "berry_esseen": "bound",
     "advanced": "bound",
     "kov": "bound",
+    "last_iterate": "prediction",
     "claim": "claim",
 }
 

@@ -8,13 +8,24 @@ vectorised numpy operations over all runs and all sampled examples together.
 Step ``t`` of every run (docs/theory.md#dpsgd):
 
 1. **sample a batch**: Poisson sampling, each record independently with probability ``q``
-   (``sampling="poisson"``, neighbouring relation ``add_remove``), or exactly ``m`` of the ``n``
-   records uniformly without replacement (``sampling="fixed"``, relation ``replace_one``);
+   (``sampling="poisson"``, neighbouring relation ``add_remove``); exactly ``m`` of the ``n``
+   records uniformly without replacement (``sampling="fixed"``, relation ``replace_one``); or
+   shuffled batches (``sampling="shuffled"``, relation ``add_remove``): every epoch a fresh
+   uniform permutation of the records is cut into ``b = n_ref // m`` consecutive batches of ``m``
+   and the records left over sit the epoch out (PyTorch's ``DataLoader(shuffle=True,
+   drop_last=True)``), epoch after epoch until ``T`` steps are done;
 2. **clip** every per-example gradient to l2 norm at most ``C``;
 3. **sum** the clipped gradients and add ``N(0, sigma^2 C^2 I_P)``;
 4. **step**: ``theta <- theta - lr * (noisy sum) / B`` with the constant ``B = q n_ref``
-   (Poisson, ``n_ref`` the size of the mechanism's own dataset) or ``B = m`` (fixed size).
-   ``B`` never depends on the dataset being trained on, so the scaling reveals nothing.
+   (Poisson, ``n_ref`` the size of the mechanism's own dataset) or ``B = m`` (fixed size,
+   shuffled). ``B`` never depends on the dataset being trained on, so the scaling reveals nothing.
+
+A Dirac canary's gradient can be inserted at every step (``canary_every=1``) or only at steps
+``0, k, 2k, ...`` (``canary_every=k``; Cebere, Bellet & Papernot 2025 study both): at the other
+steps Dirac records add nothing. ``init="worst_case"`` starts every run from the parameters of a
+non-private model fitted to the mechanism's own dataset (Annamalai & De Cristofaro 2024, "Nearly
+tight black-box auditing of differentially private machine learning": the other examples'
+gradients are then small, and an input canary's stands out).
 
 Models (``P`` parameters, the last one the canary coordinate ``theta_c``, see below):
 
@@ -35,7 +46,13 @@ is an ordinary record: an outlier with the wrong label
 
 What is observed:
 
-- ``observe="final"`` (black box): the final parameters, shape ``(size, P)``.
+- ``observe="final"`` (black box): the final parameters, shape ``(size, P)``. With the Dirac
+  canary the final canary coordinate has a known law (:mod:`dpaudit.mechanisms.dirac`, the
+  last iterate of Steinke et al. 2025) and the other coordinates do not depend on Dirac records,
+  so :meth:`DPSGD.log_density` is the density of the canary coordinate.
+- ``observe="final_canary"`` (Dirac canary): the final canary coordinate alone, shape
+  ``(size, 1)``, drawn directly from its exact law (no model is trained: the coordinate does not
+  depend on the rest of the model), which makes 10^8 final-model trials a matter of minutes.
 - ``observe="updates"`` (white box, Dirac canary): for every step ``t`` the noisy clipped
   gradient sum along the canary coordinate in units of ``C``, shape ``(size, T)``:
   ``y_t = (sum_{i in B_t} g_i + sigma C xi_t)[theta_c] / C = sum_{i in B_t} c_i + sigma xi_t``,
@@ -47,14 +64,30 @@ What is observed:
   docs/theory.md#dpsgd.
 
 Theory (``epsilon``, ``delta``, ``tradeoff`` with ``method=`` ``"pld"``, ``"rdp"``,
-``"berry_esseen"``, ``"gdp_clt"``; a single step also ``"exact"``): every step is a subsampled
-Gaussian mechanism with sensitivity ``C`` (add/remove) or ``2C`` (replace-one) and noise ``sigma C``
-on the sum, whatever the model and the data, and the ``T`` steps compose adaptively (DRS
-Theorem 10: ``C_p(f)^{tensor T}``). The accountant is :attr:`DPSGD.accountant`,
-``Composed(PoissonSubsampled(Gaussian(sigma, 1), q), T)`` or
+``"berry_esseen"``, ``"gdp_clt"``; a single step also ``"exact"``; and ``"last_iterate"``, see
+below): every step is a subsampled Gaussian mechanism with sensitivity ``C`` (add/remove) or
+``2C`` (replace-one) and noise ``sigma C`` on the sum, whatever the model and the data, and
+the ``T`` steps compose adaptively (DRS Theorem 10: ``C_p(f)^{tensor T}``). The accountant is
+:attr:`DPSGD.accountant`, ``Composed(PoissonSubsampled(Gaussian(sigma, 1), q), T)`` or
 ``Composed(FixedSizeSubsampled(Gaussian(sigma, 1), m, n), T)`` in units of ``C``. DRS add noise
 ``2 sigma C`` to the sum of a fixed-size batch (their ``sigma`` is relative to the replace-one
 sensitivity), hence their ``f = G_{1/sigma}``; with noise ``sigma C`` here, ``f = G_{2/sigma}``.
+
+Shuffled batches: a record takes part in at most one step per epoch, and adding it moves at
+most one step's sum, by at most ``2C`` (couple the epochs: drop the added record from its
+slot and put there a uniformly chosen record of those that sit the epoch out; the batches of the
+smaller dataset are then as likely as ever, and differ in that slot only), so the
+``E = ceil(T / b)`` epochs compose ``E`` Gaussian mechanisms of sensitivity 2: ``pld`` and
+``rdp`` of ``Composed(Gaussian(sigma, 2), E)``, a bound. The Poisson accountant at rate
+``m / n`` (sensitivity 1), which implementations that shuffle often report, is no bound for
+them (:class:`~dpaudit.mechanisms.flawed.DPSGDShuffledClaimsPoisson`).
+
+``last_iterate``: the exact privacy curve of the final model for the Dirac canary (constant
+clipped gradient along its own coordinate), the final canary coordinate's pair of laws on the
+worst-case Dirac pair (:func:`dpaudit.bounds.pld.last_iterate`,
+:func:`~dpaudit.bounds.pld.gaussian_mixture`). Only the final model is released in that threat
+model; for other losses the curve is a prediction of what a final-model audit can reach, not a
+bound.
 """
 
 from __future__ import annotations
@@ -75,6 +108,7 @@ from dpaudit._core.validation import (
     check_positive,
     check_probability,
 )
+from dpaudit.bounds import pld as pld_lib
 from dpaudit.bounds.pld import PLD
 from dpaudit.bounds.rdp import RDPCurve
 from dpaudit.mechanisms.base import (
@@ -93,19 +127,39 @@ from dpaudit.mechanisms.datasets import (
     load,
     split_records,
 )
+from dpaudit.mechanisms.dirac import (
+    FinalLaw,
+    Schedule,
+    final_law,
+    shuffled_updates_log_density,
+)
 from dpaudit.mechanisms.gaussian import Gaussian
 from dpaudit.mechanisms.subsampled import FixedSizeSubsampled, PoissonSubsampled
 
-__all__ = ["DPSGD", "TargetLoss", "MODELS", "SAMPLINGS", "CANARIES", "OBSERVATIONS"]
+__all__ = [
+    "DPSGD",
+    "TargetLoss",
+    "MODELS",
+    "SAMPLINGS",
+    "CANARIES",
+    "OBSERVATIONS",
+    "INITIALISATIONS",
+]
 
 #: Model families.
 MODELS = ("logistic", "mlp")
 #: Batch sampling schemes (and their neighbouring relations).
-SAMPLINGS = ("poisson", "fixed")
+SAMPLINGS = ("poisson", "fixed", "shuffled")
 #: Canary kinds that define :meth:`DPSGD.worst_case_pair`.
 CANARIES = ("dirac", "input")
 #: What one training run releases.
-OBSERVATIONS = ("final", "updates")
+OBSERVATIONS = ("final", "updates", "final_canary")
+#: Initial parameters of every run.
+INITIALISATIONS = ("default", "worst_case")
+
+# Full-batch gradient-descent steps (and their step size) of the worst-case initialisation.
+_PRETRAIN_STEPS = 500
+_PRETRAIN_RATE = 1.0
 
 # Sampled (run, record) pairs per block of steps: bounds the memory of the batch draws.
 _BLOCK_ENTRIES = 2**20
@@ -442,26 +496,33 @@ class DPSGD(Mechanism):
     steps:
         Number of steps ``T``.
     rate:
-        Poisson sampling rate ``q`` in ``(0, 1]``. With ``sampling="fixed"`` it may give the batch
-        size instead of ``batch_size``: ``m = round(rate * n)`` (at least 1).
+        Poisson sampling rate ``q`` in ``(0, 1]``. With ``sampling="fixed"`` or ``"shuffled"`` it
+        may give the batch size instead of ``batch_size``: ``m = round(rate * n)`` (at least 1).
     batch_size:
-        Fixed batch size ``m`` in ``[1, n]`` (``sampling="fixed"`` only).
+        Batch size ``m`` in ``[1, n]`` (``sampling="fixed"`` or ``"shuffled"``).
     clip:
         Clipping norm ``C > 0``.
     learning_rate:
         Step size ``lr > 0``.
     sampling:
-        ``"poisson"`` (add/remove) or ``"fixed"`` (replace-one).
+        ``"poisson"`` (add/remove), ``"fixed"`` (replace-one) or ``"shuffled"`` (add/remove).
     canary:
         ``"dirac"`` or ``"input"``: the target of :meth:`worst_case_pair`.
     observe:
-        ``"final"`` (parameters) or ``"updates"`` (canary-coordinate updates; needs the Dirac
-        canary).
+        ``"final"`` (parameters), ``"updates"`` (canary-coordinate updates) or
+        ``"final_canary"`` (the final canary coordinate, drawn from its exact law); the last two
+        need the Dirac canary.
     hidden:
         Hidden units of the MLP (ignored by the logistic model).
     seed:
         Seed of the synthetic data and of the MLP's initial parameters (not of the training
         randomness, which comes from the ``rng`` of :meth:`sample`).
+    canary_every:
+        Dirac records' gradients are inserted at steps ``0, k, 2k, ...`` only (``k =
+        canary_every``; 1: every step).
+    init:
+        ``"default"`` or ``"worst_case"`` (the parameters of a non-private model fitted to the
+        mechanism's dataset; module docstring).
     """
 
     def __init__(
@@ -480,16 +541,20 @@ class DPSGD(Mechanism):
         observe: str = "final",
         hidden: int = 16,
         seed: int = 0,
+        canary_every: int = 1,
+        init: str = "default",
     ) -> None:
         self.model = check_choice("model", model, MODELS)
         self.sampling = check_choice("sampling", sampling, SAMPLINGS)
         self.canary = check_choice("canary", canary, CANARIES)
         self.observe = check_choice("observe", observe, OBSERVATIONS)
-        if self.observe == "updates" and self.canary != "dirac":
+        if self.observe != "final" and self.canary != "dirac":
             raise ValueError(
-                "observe='updates' records the updates along the Dirac canary's coordinate; "
+                f"observe={self.observe!r} records the Dirac canary's coordinate; "
                 f"it needs canary='dirac', got canary={canary!r}"
             )
+        self.canary_every = check_integer("canary_every", canary_every, minimum=1)
+        self.init = check_choice("init", init, INITIALISATIONS)
         self.sigma = check_positive("sigma", sigma)
         self.steps = check_integer("steps", steps, minimum=1)
         self.clip = check_positive("clip", clip)
@@ -518,7 +583,7 @@ class DPSGD(Mechanism):
         else:
             if (rate is None) == (batch_size is None):
                 raise ValueError(
-                    "sampling='fixed' needs exactly one of batch_size (an integer in "
+                    f"sampling={self.sampling!r} needs exactly one of batch_size (an integer in "
                     f"[1, {n}]) and rate, got rate={rate!r}, batch_size={batch_size!r}"
                 )
             if batch_size is None:
@@ -526,8 +591,10 @@ class DPSGD(Mechanism):
                 batch_size = max(1, round(q * n))
             self.batch_size = check_integer("batch_size", batch_size, minimum=1, maximum=n)
             self.rate = self.batch_size / n
-            self.relation = "replace_one"
+            self.relation = "replace_one" if self.sampling == "fixed" else "add_remove"
             self.batch_scale = float(self.batch_size)
+        #: Batches per epoch of shuffled sampling (``n // m``; 0 for the other samplings).
+        self.batches = n // self.batch_size if self.sampling == "shuffled" else 0
         if self.model == "logistic":
             self._model: _Model = _Logistic(self.dataset.dim)
         else:
@@ -545,17 +612,42 @@ class DPSGD(Mechanism):
         return self.n_params - 1
 
     def initial_params(self) -> np.ndarray:
-        """The initial parameters of every run, shape ``(P,)``."""
-        return self._model.initial()
+        """The initial parameters of every run, shape ``(P,)``: the model's own, or with
+        ``init="worst_case"`` those reached from them by :data:`_PRETRAIN_STEPS` full-batch,
+        unclipped, noiseless gradient-descent steps of size :data:`_PRETRAIN_RATE` on the
+        mechanism's dataset (the mean logistic loss), computed once. The canary coordinate
+        starts at 0 either way."""
+        if self.init == "default":
+            return self._model.initial()
+        cached = self.__dict__.get("_pretrained")
+        if cached is None:
+            x, y = self.dataset.features, self.dataset.labels
+            design = self._model.design(x)
+            pairs = _Pairs(
+                np.zeros(x.shape[0], dtype=np.int64),
+                design,
+                y,
+                np.einsum("ij,ij->i", x, x) + 1.0,
+            )
+            theta = self._model.initial()[None, :]
+            for _ in range(_PRETRAIN_STEPS):
+                grad = self._model.gradient_sums(theta, pairs, math.inf) / x.shape[0]
+                theta = theta - _PRETRAIN_RATE * grad
+            cached = self.__dict__["_pretrained"] = theta[0]
+        return cached.copy()
 
     @property
     def name(self) -> str:
         """Short label, e.g. ``DPSGD(logistic, synthetic, sigma=1, q=0.01, T=100, C=1, poisson,
-        input, final)``."""
+        input, final)``; a canary inserted every ``k`` steps and the worst-case initialisation
+        add ``every k`` and ``worst-case init``."""
         batch = f"q={self.rate:g}" if self.sampling == "poisson" else f"m={self.batch_size}"
+        extra = f", every {self.canary_every}" if self.canary_every > 1 else ""
+        extra += ", worst-case init" if self.init == "worst_case" else ""
         return (
             f"DPSGD({self.model}, {self.dataset_name}, sigma={self.sigma:g}, {batch}, "
-            f"T={self.steps}, C={self.clip:g}, {self.sampling}, {self.canary}, {self.observe})"
+            f"T={self.steps}, C={self.clip:g}, {self.sampling}, {self.canary}, "
+            f"{self.observe}{extra})"
         )
 
     def params(self) -> dict[str, Any]:
@@ -580,6 +672,10 @@ class DPSGD(Mechanism):
         if self.model == "mlp":
             out["hidden"] = self.hidden
         out["seed"] = self.seed
+        if self.canary_every > 1:
+            out["canary_every"] = self.canary_every
+        if self.init != "default":
+            out["init"] = self.init
         return out
 
     # ------------------------------------------------------------------ theory
@@ -587,24 +683,78 @@ class DPSGD(Mechanism):
     def accountant(self) -> Composed:
         """The ``T``-fold subsampled Gaussian mechanism in units of ``C`` (module docstring).
 
-        It is also the exact law of the ``observe="updates"`` outputs on the records' canary
-        coefficients, which is why :meth:`log_density` delegates to it.
+        With Poisson and fixed-size batches it is also the exact law of the
+        ``observe="updates"`` outputs on the records' canary coefficients (a canary inserted at
+        every step), which is why :meth:`log_density` delegates to it. With shuffled batches it
+        is the bound ``Composed(Gaussian(sigma, 2), ceil(T / b))`` of the module docstring.
         """
         cached = self.__dict__.get("_accountant")
         if cached is None:
             base = Gaussian(self.sigma, 1.0)
             if self.sampling == "poisson":
                 step: Mechanism = PoissonSubsampled(base, self.rate)
-            else:
+            elif self.sampling == "fixed":
                 step = FixedSizeSubsampled(base, self.batch_size, self.dataset.n)
+            else:
+                epochs = -(-self.steps // self.batches)
+                cached = self.__dict__["_accountant"] = Composed(Gaussian(self.sigma, 2.0), epochs)
+                return cached
             cached = self.__dict__["_accountant"] = Composed(step, self.steps)
         return cached
 
     def _theories(self) -> dict[str, Callable[[], PrivacyProfile]]:
-        """The accountant's methods: ``pld``, ``rdp``, ``berry_esseen``, ``gdp_clt`` (and
-        ``exact`` for ``T = 1``)."""
+        """The accountant's methods, ``pld``, ``rdp``, ``berry_esseen``, ``gdp_clt`` (and
+        ``exact`` for ``T = 1``); with shuffled batches ``pld`` and ``rdp`` (bounds: the
+        Gaussian composition is not the exact curve there); then ``last_iterate``."""
         acc = self.accountant
-        return {m: (lambda m=m: acc.theory(m)) for m in acc.theory_methods}
+        methods = acc.theory_methods
+        if self.sampling == "shuffled":
+            methods = tuple(m for m in methods if m in ("pld", "rdp"))
+        out: dict[str, Callable[[], PrivacyProfile]] = {
+            m: (lambda m=m: acc.theory(m)) for m in methods
+        }
+        out["last_iterate"] = self.last_iterate
+        return out
+
+    def schedule(self) -> Schedule:
+        """When the canary is inserted and how batches are drawn
+        (:class:`~dpaudit.mechanisms.dirac.Schedule`)."""
+        return Schedule(
+            steps=self.steps,
+            every=self.canary_every,
+            sampling=self.sampling,
+            rate=self.rate,
+            batch_size=self.batch_size or 0,
+            batches=self.batches,
+        )
+
+    def last_iterate(self) -> PLD:
+        """The exact privacy curve of the final model for the Dirac canary: the PLD of the final
+        canary coordinate's laws on the worst-case Dirac pair (:meth:`worst_case_pair` with
+        ``canary="dirac"``), both orders, certified like the accountant's
+        (:func:`dpaudit.bounds.pld.last_iterate`; shuffled batches:
+        :func:`dpaudit.bounds.pld.gaussian_mixture` of the law of
+        :func:`~dpaudit.mechanisms.dirac.final_law`). A prediction, not a bound, for other
+        canaries and losses."""
+        inserted = self.schedule().inserted
+        label = f"last iterate of {self.name}"
+        if self.sampling == "poisson":
+            out = pld_lib.last_iterate(self.sigma, self.steps, rate=self.rate, insertions=inserted)
+        elif self.sampling == "fixed":
+            rate = self.batch_size / self.dataset.n
+            out = pld_lib.last_iterate(
+                self.sigma, self.steps, rate=rate, sensitivity=2.0, insertions=inserted
+            )
+        else:
+            law = self._final_law(self._dirac_pair().d_prime[:, -1])
+            atoms, weights = law.pmf()
+            out = pld_lib.gaussian_mixture(atoms - law.offset, weights, sigma=law.noise)
+        out.name = label
+        return out
+
+    def _final_law(self, c: np.ndarray) -> FinalLaw:
+        """The law of the canary statistic ``u`` on records with canary coefficients ``c``."""
+        return final_law(np.asarray(c, dtype=float), self.schedule(), self.sigma)
 
     def pld(self, step: float | None = None) -> PLD:
         """The accountant's privacy loss distribution (:meth:`Composed.pld`), so that a
@@ -635,29 +785,57 @@ class DPSGD(Mechanism):
           ``(1 - p) N(-m, sigma^2) + p N(2 - m, sigma^2)``, the dominating pair of the
           replace-one bound (shift ``2C``), attained exactly. With ordinary records in the
           dataset ``D``'s updates would be a mixture too, and the pair less distinguishable.
+        - Shuffled (``add_remove``), input canary: the dataset, and the dataset plus the canary.
+        - Shuffled, Dirac canary: every record a Dirac canary with coefficient ``-1`` in ``D``,
+          and ``D_prime`` adds one with ``+1``. Every batch of ``D`` sums to ``-m``; in
+          ``D_prime`` the added record takes a slot of a ``-1`` record, so its batch sums to
+          ``2 - m``: the shift ``2C`` of the bound, at exactly one step per epoch (or none, when
+          it sits the epoch out).
         """
-        records = self.dataset.records()
-        target = self.canary_record()
-        if self.sampling == "poisson":
-            return NeighbouringPair(
-                records,
-                np.vstack([records, target]),
-                "add_remove",
-                description=f"{self.dataset_name} vs {self.dataset_name} plus the "
-                f"{self.canary} canary",
-            )
         if self.canary == "dirac":
-            records[:, -1] = -1.0
-            description = "every record a Dirac canary with coefficient -1; the last one -1 vs +1"
-        else:
-            description = f"{self.dataset_name}: last example vs the input canary"
+            return self._dirac_pair()
+        name = self.dataset_name
+        return self._pair(
+            self.dataset.records(),
+            self.canary_record(),
+            f"{name} vs {name} plus the input canary",
+            f"{name}: last example vs the input canary",
+        )
+
+    def _dirac_pair(self) -> NeighbouringPair:
+        """The worst-case pair of the Dirac canary (:meth:`worst_case_pair`), whatever
+        :attr:`canary` says: the pair of the :meth:`last_iterate` curve."""
+        records = self.dataset.records()
+        target = dirac_canary(self.dataset.dim, 1.0)
+        if self.sampling == "poisson":
+            name = self.dataset_name
+            return self._pair(records, target, f"{name} vs {name} plus the dirac canary", "")
+        records[:, -1] = -1.0
+        every = "every record a Dirac canary with coefficient -1"
+        return self._pair(
+            records, target, f"{every}; plus one with +1", f"{every}; the last one -1 vs +1"
+        )
+
+    def _pair(
+        self, records: np.ndarray, target: np.ndarray, added: str, replaced: str
+    ) -> NeighbouringPair:
+        """``records`` against ``records`` plus ``target`` (add/remove: Poisson and shuffled
+        batches, description ``added``), or with the last record replaced by ``target``
+        (fixed-size batches, replace-one, description ``replaced``)."""
+        if self.sampling != "fixed":
+            return NeighbouringPair(
+                records, np.vstack([records, target]), "add_remove", description=added
+            )
         d_prime = records.copy()
         d_prime[-1] = target
-        return NeighbouringPair(records, d_prime, "replace_one", description=description)
+        return NeighbouringPair(records, d_prime, "replace_one", description=replaced)
 
     def output_shape(self, dataset: np.ndarray) -> tuple[int, ...]:
-        """``(P,)`` for ``observe="final"``, ``(T,)`` for ``observe="updates"``."""
-        return (self.n_params,) if self.observe == "final" else (self.steps,)
+        """``(P,)`` for ``observe="final"``, ``(T,)`` for ``observe="updates"``, ``(1,)`` for
+        ``observe="final_canary"``."""
+        return {"final": (self.n_params,), "updates": (self.steps,), "final_canary": (1,)}[
+            self.observe
+        ]
 
     def _records(self, dataset: object) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         x, y, c = split_records(dataset, self.dataset.dim)
@@ -666,20 +844,39 @@ class DPSGD(Mechanism):
                 f"dataset must hold exactly n={self.dataset.n} records with fixed-size "
                 f"batches (replace-one), got {x.shape[0]}"
             )
+        if self.sampling == "shuffled" and x.shape[0] < self.batches * self.batch_size:
+            raise ValueError(
+                f"dataset must hold at least {self.batches * self.batch_size} records to fill "
+                f"{self.batches} shuffled batches of {self.batch_size}, got {x.shape[0]}"
+            )
         return x, y, c
+
+    def final_canary_scale(self) -> float:
+        """``lr C / B``: the final canary coordinate is ``theta_c(0) - scale * u``
+        (:mod:`dpaudit.mechanisms.dirac`)."""
+        return self.learning_rate * self.clip / self.batch_scale
 
     # ------------------------------------------------------------------ training
     def sample(self, dataset: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
         """Train ``size`` models on ``dataset`` (float64 outputs, see :meth:`output_shape`).
 
         ``dataset`` is a record array ``(n, k + 2)`` (:mod:`dpaudit.mechanisms.datasets`); with
-        fixed-size batches it must hold exactly the mechanism's ``n`` records.
+        fixed-size batches it must hold exactly the mechanism's ``n`` records. With
+        ``observe="final_canary"`` nothing is trained: the final canary coordinate is drawn from
+        its exact law on the dataset's canary coefficients (:mod:`dpaudit.mechanisms.dirac`).
         """
         size = check_size(size)
         rng = check_rng(rng)
         x, y, c = self._records(dataset)
+        if self.observe == "final_canary":
+            u = self._final_law(c).sample(size, rng)
+            start = self.initial_params()[-1]
+            return (start - self.final_canary_scale() * u)[:, None]
         # runs are independent: train them in groups that keep one step's arrays small
-        width = x.shape[0] * self.rate if self.sampling == "poisson" else self.batch_size
+        width = {"poisson": x.shape[0] * self.rate, "fixed": self.batch_size}.get(
+            self.sampling,
+            float(x.shape[0]),  # shuffled: a permutation of every record per run
+        )
         group = max(1, int(self._model.pairs_per_step // max(width, 1.0)))
         parts = [
             self._train(x, y, c, min(group, size - first), rng)
@@ -697,7 +894,7 @@ class DPSGD(Mechanism):
     ) -> tuple[np.ndarray, np.ndarray]:
         """Final parameters ``(size, P)`` and canary-coordinate updates ``(size, T)``."""
         n, p = x.shape[0], self.n_params
-        theta = np.tile(self._model.initial(), (size, 1))
+        theta = np.tile(self.initial_params(), (size, 1))
         updates = np.empty((self.steps, size))
         if size == 0:
             return theta, updates.T
@@ -708,17 +905,21 @@ class DPSGD(Mechanism):
         width = n * self.rate if self.sampling == "poisson" else self.batch_size
         block = max(1, min(self.steps, int(_BLOCK_ENTRIES // (size * max(width, 1.0)))))
         noise = np.empty((size, p))
+        inserted = self.schedule().insertions()
+        shuffle: dict[str, Any] = {}
         for first in range(0, self.steps, block):
             steps = min(block, self.steps - first)
-            for s, (run, rec, canary) in enumerate(self._batches(rng, steps, size, n, c)):
+            batches = self._batches(rng, first, steps, size, n, c, shuffle)
+            for s, (run, rec, canary) in enumerate(batches):
                 ordinary = ~canary
                 if ordinary.all():
                     grad = self._sum_gradients(theta, run, rec, design, y, sq)
                 else:
                     grad = self._sum_gradients(theta, run[ordinary], rec[ordinary], design, y, sq)
-                    grad[:, -1] = self.clip * np.bincount(
-                        run[canary], weights=c[rec[canary]], minlength=size
-                    )
+                    if inserted[first + s]:
+                        grad[:, -1] = self.clip * np.bincount(
+                            run[canary], weights=c[rec[canary]], minlength=size
+                        )
                 grad += rng.standard_normal((size, p), out=noise) * noise_scale
                 updates[first + s] = grad[:, -1]
                 grad *= step_size
@@ -741,10 +942,32 @@ class DPSGD(Mechanism):
         return self._model.gradient_sums(theta, pairs, self.clip)
 
     def _batches(
-        self, rng: np.random.Generator, steps: int, size: int, n: int, c: np.ndarray
+        self,
+        rng: np.random.Generator,
+        first: int,
+        steps: int,
+        size: int,
+        n: int,
+        c: np.ndarray,
+        shuffle: dict[str, Any],
     ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-        """The batches of ``steps`` consecutive steps of ``size`` runs: per step the sampled
-        (run, record) pairs sorted by run, and which of them are Dirac canaries."""
+        """The batches of steps ``first, ..., first + steps - 1`` of ``size`` runs: per step the
+        sampled (run, record) pairs sorted by run, and which of them are Dirac canaries.
+
+        Shuffled batches cut the epoch's permutations, which ``shuffle`` keeps from one call to
+        the next (``"epoch"``, ``"order"``: one permutation of the ``n`` records per run)."""
+        if self.sampling == "shuffled":
+            m, b = self.batch_size, self.batches
+            run = np.repeat(np.arange(size), m)
+            out = []
+            for step in range(first, first + steps):
+                epoch, j = divmod(step, b)
+                if shuffle.get("epoch") != epoch:
+                    shuffle["epoch"] = epoch
+                    shuffle["order"] = rng.permuted(np.tile(np.arange(n), (size, 1)), axis=1)
+                rec = shuffle["order"][:, j * m : (j + 1) * m].ravel()
+                out.append((run, rec, c[rec] != 0.0))
+            return out
         if self.sampling == "fixed":
             chosen = _fixed_batches(rng, self.batch_size, n, (steps, size))
             canary = c[chosen] != 0.0
@@ -762,9 +985,13 @@ class DPSGD(Mechanism):
 
     # ------------------------------------------------------------------ on a device
     def runs_on_device(self) -> bool:
-        """Whether :meth:`torch_sample` applies: Poisson sampling (fixed-size batches have no
-        device sampler), either model, either observation."""
-        return super().runs_on_device() and self.sampling == "poisson"
+        """Whether :meth:`torch_sample` applies: Poisson sampling (fixed-size and shuffled
+        batches have no device sampler), either model, ``observe="final"`` or ``"updates"``."""
+        return (
+            super().runs_on_device()
+            and self.sampling == "poisson"
+            and self.observe != "final_canary"
+        )
 
     def torch_sample(
         self, dataset: np.ndarray, sizes: Sequence[int], generators: Sequence[Any]
@@ -811,7 +1038,7 @@ class DPSGD(Mechanism):
 
         n, p, columns = data.shape[0] - 1, self.n_params, data.shape[1]
         device = generator.device
-        initial = torch.as_tensor(self._model.initial(), dtype=torch.float64, device=device)
+        initial = torch.as_tensor(self.initial_params(), dtype=torch.float64, device=device)
         theta = initial.expand(size, p).clone()
         updates = torch.empty((size, self.steps), dtype=torch.float64, device=device)
         if size == 0:
@@ -821,6 +1048,7 @@ class DPSGD(Mechanism):
         width = int(expected + 5.0 * math.sqrt(expected) + 5)
         block = max(1, min(self.steps, _DEVICE_BLOCK_ENTRIES // max(1, size * width)))
         step_size = self.learning_rate / self.batch_scale
+        inserted = self.schedule().insertions()
         for first in range(0, self.steps, block):
             steps = min(block, self.steps - first)
             batches = _torch_poisson_batches(generator, self.rate, n, (steps, size), width)
@@ -829,20 +1057,21 @@ class DPSGD(Mechanism):
                 grad = self._model.torch_gradient_sums(
                     theta, picked[..., :-3], picked[..., -3], picked[..., -2], self.clip
                 )
-                grad[:, -1] = self.clip * picked[..., -1].sum(dim=1)
+                if inserted[first + s]:
+                    grad[:, -1] = self.clip * picked[..., -1].sum(dim=1)
                 grad += noise.normal_(0.0, self.sigma * self.clip, generator=generator)
                 updates[:, first + s] = grad[:, -1]
                 theta -= grad.mul_(step_size)
         return theta if self.observe == "final" else updates.div_(self.clip)
 
     def torch_log_density(self, dataset: np.ndarray, outputs: Any) -> Any:
-        """The device twin of :meth:`log_density` (``observe="updates"``): the accountant's step
-        density on the records' canary coefficients, summed over the steps; float64
-        ``(size,)``."""
-        if self.observe != "updates":
+        """The device twin of :meth:`log_density` for ``observe="updates"`` with the canary at
+        every step: the accountant's step density on the records' canary coefficients, summed
+        over the steps; float64 ``(size,)``."""
+        if self.observe != "updates" or self.canary_every > 1:
             raise NotImplementedError(
-                f"{self.name}: the law of the final model is unknown; only observe='updates' "
-                "has a log_density"
+                f"{self.name}: only observe='updates' with the canary at every step has a "
+                "device log density"
             )
         import torch
 
@@ -857,33 +1086,72 @@ class DPSGD(Mechanism):
         return torch.cat(parts)
 
     def ratio_on_device(self) -> bool:
-        """Whether the likelihood ratio scores on a device: ``observe="updates"`` (the final
-        model has no known density) and a step density with its device twin."""
+        """Whether the likelihood ratio scores on a device: ``observe="updates"`` with the
+        canary at every step (the final model's density has no device twin) and a step density
+        with its device twin."""
+        if self.observe != "updates" or self.canary_every > 1 or self.sampling == "shuffled":
+            return False
         step = self.accountant.base
         return (
-            self.observe == "updates"
-            and super().ratio_on_device()
+            super().ratio_on_device()
             and has_twin(step, "log_density", "torch_log_density")
             and step.runs_on_device()
         )
 
     # ------------------------------------------------------------------ densities and losses
     def log_density(self, dataset: np.ndarray, outputs: np.ndarray) -> np.ndarray:
-        """Exact log density of ``observe="updates"`` outputs on ``dataset``, shape ``(size,)``.
+        """Exact log density of the outputs on ``dataset``, shape ``(size,)``.
 
-        ``y_t = sum_{i in B_t} c_i + sigma xi_t`` independently over steps (module docstring),
-        so this is the accountant's density on the records' canary coefficients ``c_i``: a
-        product over steps of mixtures over which Dirac records the batch holds. Ordinary
-        records (``c_i = 0``) never move ``y_t``. Final models have no known density.
+        - ``observe="updates"``: ``y_t = g_t sum_{i in B_t} c_i + sigma xi_t``
+          (:mod:`dpaudit.mechanisms.dirac`). Poisson and fixed-size batches draw the steps
+          independently, so at the insertion steps this is the accountant's step density on the
+          records' canary coefficients ``c_i`` (a mixture over which Dirac records the batch
+          holds) and ``N(0, sigma^2)`` elsewhere; shuffled batches tie the steps of an epoch
+          together (:func:`~dpaudit.mechanisms.dirac.shuffled_updates_log_density`). Ordinary
+          records (``c_i = 0``) never move ``y_t``.
+        - ``observe="final"`` and ``"final_canary"``: the density of the final canary
+          coordinate, a lattice mixture of normals (:class:`~dpaudit.mechanisms.dirac.FinalLaw`).
+          No other coordinate depends on a Dirac record; with ordinary records, Poisson batches
+          draw them independently of the Dirac records and fixed-size pairs replace one Dirac
+          record by another, so the ratio of two such densities is the likelihood ratio of the
+          whole final model. With shuffled batches an added record takes an ordinary record's
+          slot, and the ratio is the likelihood ratio of the canary coordinate alone (the
+          worst-case Dirac pair has no ordinary record).
+
+        Datasets whose law is not covered (the mixture would run over subsets of Dirac records;
+        :mod:`dpaudit.mechanisms.dirac`) raise ``NotImplementedError``; so do final models with
+        the input canary, whose law is unknown.
         """
-        if self.observe != "updates":
-            raise NotImplementedError(
-                f"{self.name}: the law of the final model is unknown; only observe='updates' "
-                "has a log_density"
-            )
         _, _, c = self._records(dataset)
-        y = check_outputs(outputs, (self.steps,))
-        return self.accountant.log_density(c, y)
+        if self.observe == "updates":
+            y = check_outputs(outputs, (self.steps,))
+            return self._updates_log_density(c, y)
+        if self.canary != "dirac":
+            raise NotImplementedError(
+                f"{self.name}: the law of the final model is unknown for the input canary; "
+                "the Dirac canary's final coordinate has one"
+            )
+        law = self._final_law(c)
+        theta = check_outputs(outputs, self.output_shape(dataset))[:, -1]
+        scale = self.final_canary_scale()
+        u = (self.initial_params()[-1] - theta) / scale
+        return law.log_density(u) - math.log(scale)
+
+    def _updates_log_density(self, c: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """:meth:`log_density` of ``observe="updates"`` outputs ``y`` (``(size, T)``)."""
+        schedule = self.schedule()
+        if self.sampling == "shuffled":
+            return shuffled_updates_log_density(c, y, schedule, self.sigma)
+        if self.canary_every == 1:
+            return self.accountant.log_density(c, y)
+        inserted = schedule.insertions()
+        step = self.accountant.base
+        at = y[:, inserted]
+        out = step.log_density(c, at.reshape(-1)).reshape(at.shape).sum(axis=1)
+        rest = y[:, ~inserted] / self.sigma
+        return out - (0.5 * rest**2 + 0.5 * math.log(2.0 * math.pi) + math.log(self.sigma)).sum(
+            axis=1
+        )
 
     def gradients(
         self, params: np.ndarray, dataset: np.ndarray, clipped: bool = True

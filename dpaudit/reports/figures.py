@@ -61,6 +61,12 @@ METHOD_STYLE: dict[str, dict[str, Any]] = {
     "berry_esseen": {"color": "#b35806", "linestyle": (0, (1, 1)), "linewidth": 1.6, "zorder": 3.3},
     "advanced": {"color": "#7f3b08", "linestyle": "-.", "linewidth": 1.2, "zorder": 3.3},
     "kov": {"color": "#542788", "linestyle": "-.", "linewidth": 1.2, "zorder": 3.3},
+    "last_iterate": {
+        "color": "#01665e",
+        "linestyle": (0, (3, 1, 1, 1)),
+        "linewidth": 1.8,
+        "zorder": 3.2,
+    },
 }
 _OTHER_STYLE = {"color": "#666666", "linestyle": ":", "linewidth": 1.2, "zorder": 3.3}
 CLAIM_STYLE = {"color": "#d6191b", "linestyle": (0, (5, 3)), "linewidth": 1.3, "zorder": 4.0}

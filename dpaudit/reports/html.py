@@ -24,6 +24,7 @@ from dpaudit.reports.tables import (
 from dpaudit.reports.text import (
     BOUNDS_TABLE_NOTE,
     NO_CLAIM,
+    reach_note,
     report_summary,
     verdict_label,
     verdict_sentence,
@@ -191,6 +192,9 @@ def _section(record: Mapping[str, Any], pngs: Mapping[str, bytes]) -> str:
     parts.append("<h3>Lower bounds against theory</h3>")
     parts.append(_frame_html(bounds_table(record)))
     parts.append(f'<p class="sub">{_esc(BOUNDS_TABLE_NOTE)}</p>')
+    reach = reach_note(record)
+    if reach:
+        parts.append(f"<p>{_esc(reach)}</p>")
     parts.append("<h3>Parameters</h3>")
     rows = "".join(
         f"<tr><td>{_esc(k)}</td><td>{_parameter(k, v)}</td></tr>"

@@ -12,7 +12,13 @@ from dpaudit.reports.batteries import (
     unrefuted_lines,
 )
 from dpaudit.reports.tables import bounds_table, format_cell, index_table, parameters_table
-from dpaudit.reports.text import BOUNDS_TABLE_NOTE, report_summary, verdict_label, verdict_sentence
+from dpaudit.reports.text import (
+    BOUNDS_TABLE_NOTE,
+    reach_note,
+    report_summary,
+    verdict_label,
+    verdict_sentence,
+)
 
 if TYPE_CHECKING:  # pandas is imported where a table is built
     import pandas as pd
@@ -65,9 +71,9 @@ def _section(record: Mapping[str, Any], figures: Mapping[str, str]) -> str:
         if key in figures:
             lines += [f"![{caption} of {name}]({figures[key]})", ""]
     lines += ["### Lower bounds against theory", "", _frame_markdown(bounds_table(record)), ""]
+    reach = reach_note(record)
+    lines += [BOUNDS_TABLE_NOTE, ""] + ([inline_markdown(reach), ""] if reach else [])
     lines += [
-        BOUNDS_TABLE_NOTE,
-        "",
         "### Parameters",
         "",
         "| parameter | value |",

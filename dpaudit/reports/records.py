@@ -352,6 +352,8 @@ def build_record(
             "theory": theory,
             "empirical": empirical,
             "mechanism_name": mechanism.name if mechanism is not None else None,
+            # What a DP-SGD mechanism releases ("final", "updates", ...): reach_note reads it.
+            "observe": getattr(mechanism, "observe", None),
             "spec": dict(spec) if spec is not None else None,
             "versions": {**record.get("versions", {}), **versions()},
         }

@@ -16,6 +16,7 @@ __all__ = [
     "verdict_sentence",
     "report_summary",
     "BOUNDS_TABLE_NOTE",
+    "reach_note",
     "verdict_label",
     "NO_CLAIM",
     "claim_label",
@@ -36,6 +37,7 @@ METHOD_TITLES: dict[str, tuple[str, str]] = {
     "berry_esseen": ("Berry–Esseen", "Berry–Esseen"),
     "advanced": ("advanced", "advanced composition"),
     "kov": ("KOV", "optimal composition (KOV)"),
+    "last_iterate": ("last iterate", "last iterate (final model, Dirac canary)"),
 }
 
 
@@ -148,6 +150,29 @@ BOUNDS_TABLE_NOTE = (
     "against a valid bound means a violation; 0 against ∞ means the theory gives no finite ε "
     "(e.g. an RDP conversion at that δ)."
 )
+
+
+def reach_note(record: Mapping[str, Any]) -> str | None:
+    """For an audit that observes only the final model of DP-SGD (theory ``last_iterate``,
+    ``record["observe"]`` ``"final"`` or ``"final_canary"``): what this threat model can reach, the
+    last-iterate ``eps``, beside the composition's (the PLD accountant's) and their ratio, at the
+    first reported ``delta``. ``None`` for any other audit."""
+    theory = record.get("theory") or {}
+    if "last_iterate" not in theory or record.get("observe") not in ("final", "final_canary"):
+        return None
+    key = next(iter(theory["last_iterate"].get("epsilon") or {}), None)
+    reach = (theory["last_iterate"].get("epsilon") or {}).get(key)
+    composed = ((theory.get("pld") or {}).get("epsilon") or {}).get(key)
+    if reach is None or composed is None or not reach > 0:
+        return None
+    return (
+        f"Only the final model is observed. For the Dirac canary this threat model can reach "
+        f"the last-iterate curve, ε = {format_number(reach)} at δ = {format_delta(key)}; the "
+        f"composition of every step (PLD accountant) states ε = {format_number(composed)}, "
+        f"{format_number(composed / reach)} times as much, which no final-model audit of this "
+        "canary can certify. For other canaries and losses the last-iterate curve is a "
+        "prediction, not a bound."
+    )
 
 
 def report_summary(records: Sequence[Mapping[str, Any]]) -> str:

@@ -480,7 +480,7 @@ def test_mechanisms_without_density_are_refused():
     from dpaudit.mechanisms.dpsgd import DPSGD
 
     with pytest.raises(ValueError, match="no log_density"):
-        audit_accountant(DPSGD(sigma=1.0, steps=2, rate=0.1), gdp(1.0), trials=100)
+        audit_accountant(DPSGD(sigma=1.0, steps=2, rate=0.1, canary="input"), gdp(1.0), trials=100)
 
 
 def test_wrong_claims_and_missing_tilts_are_refused():

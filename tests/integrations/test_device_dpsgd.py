@@ -62,6 +62,20 @@ def test_device_training_computes_what_numpy_computes(model):
     np.testing.assert_allclose(out, expected, rtol=1e-9, atol=1e-11)
 
 
+def test_device_training_inserts_the_canary_every_k_steps_from_the_worst_case_start():
+    # Deterministic as above (every record in every batch, noise 1e-13): the Dirac canary's
+    # gradient only at steps 0 and 3, every run from the pre-trained parameters, on both paths.
+    mechanism = DPSGD(
+        "logistic", SMALL, sigma=TINY, rate=1.0, steps=6, canary_every=3, init="worst_case"
+    )
+    records = np.vstack([SMALL.records(), mechanism.canary_record()])
+    expected = mechanism.sample(records, 3, np.random.default_rng(0))
+    np.testing.assert_allclose(_device_sample(mechanism, records, [2, 1]), expected, atol=1e-11)
+    updates = DPSGD(sigma=TINY, rate=1.0, steps=6, canary_every=3, observe="updates")
+    out = _device_sample(updates, updates.worst_case_pair().d_prime, [2])
+    np.testing.assert_allclose(out, [[1.0, 0.0, 0.0, 1.0, 0.0, 0.0]] * 2, atol=1e-9)
+
+
 def test_device_batches_are_independent_bernoulli():
     # The records held by each batch, decoded from the updates of 10 Dirac records: the same
     # checks as for numpy's batches (tests/mechanisms/test_dpsgd.py): each frequency and each

@@ -106,3 +106,19 @@ def test_every_theory_method_has_one_title_used_by_tables_and_figures(violated_r
     for axes in (plot_tradeoff(violated_record), plot_privacy_profile(violated_record)):
         labels = {line.get_label() for line in axes.get_lines()}
         assert {f"theory: {method_title(m, long=True)}" for m in methods} <= labels
+
+
+def test_a_final_model_dpsgd_report_says_how_far_the_composition_is_beyond_its_reach():
+    import dpaudit
+    from dpaudit.mechanisms.dpsgd import DPSGD
+    from dpaudit.reports.text import reach_note
+
+    final = DPSGD(sigma=1.0, rate=0.05, steps=40, observe="final_canary")
+    record = dpaudit.reports.build_record(dpaudit.audit_mechanism(final, trials=2000, seed=0))
+    note = reach_note(record)
+    last, composed = final.epsilon(1e-5, "last_iterate"), final.epsilon(1e-5, "pld")
+    assert f"ε = {last:.4g}" in note and f"ε = {composed:.4g}" in note
+    assert f"{composed / last:.4g} times as much" in note
+    white = DPSGD(sigma=1.0, rate=0.05, steps=40, observe="updates")
+    record = dpaudit.reports.build_record(dpaudit.audit_mechanism(white, trials=2000, seed=0))
+    assert reach_note(record) is None

@@ -57,12 +57,18 @@ _DEFAULT_POINTS = 12
 def _loss_model(mechanism: Any, pair: NeighbouringPair) -> tuple[Any, NeighbouringPair]:
     """The mechanism and pair whose densities give the privacy loss.
 
-    DP-SGD observing the canary updates (``observe="updates"``) releases exactly its
-    accountant's outputs on the records' canary coefficients (its ``log_density`` delegates to
-    it), so its privacy loss is sampled there rather than by training models.
+    DP-SGD observing the canary updates (``observe="updates"``) with Poisson or fixed-size
+    batches and the canary at every step releases exactly its accountant's outputs on the
+    records' canary coefficients (its ``log_density`` delegates to it), so its privacy loss is
+    sampled there rather than by training models.
     """
     accountant = getattr(mechanism, "accountant", None)
-    if accountant is not None and getattr(mechanism, "observe", None) == "updates":
+    if (
+        accountant is not None
+        and getattr(mechanism, "observe", None) == "updates"
+        and getattr(mechanism, "sampling", None) in ("poisson", "fixed")
+        and getattr(mechanism, "canary_every", 1) == 1
+    ):
         from dpaudit.mechanisms.datasets import split_records
 
         dim = mechanism.dataset.dim

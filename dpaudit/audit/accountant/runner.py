@@ -130,7 +130,7 @@ def _values_per_output(model: Any, pair: NeighbouringPair, seed: int) -> int:
     except (NotImplementedError, AttributeError):
         raise ValueError(
             f"{getattr(model, 'name', type(model).__name__)} has no log_density: its privacy "
-            "loss cannot be sampled (DP-SGD: use observe='updates')"
+            "loss cannot be sampled (DP-SGD: use the Dirac canary)"
         ) from None
     return max(1, int(np.prod(probe.shape[1:], dtype=np.int64)))
 

@@ -20,10 +20,10 @@ The dataset is the vector of true query answers (conventions in
 :mod:`dpaudit.mechanisms.flawed.base`, beside the base class :class:`FlawedMechanism`). One module
 per family: ``histograms``, ``noisy_max``, ``sparse_vector``, ``prefix_sums``, ``floating_point``
 (Mironov's flaw), ``exact_values`` (exact answers on rare code paths, and the delta leaks),
-``bounded_sums`` (Casacuberta et al.'s float sums), ``randomized_response`` and
-``dp_auditorium`` (re-implementations of DP-Auditorium's test
-material). Every class is importable from this package, which holds the catalogue: :data:`FLAWED`
-and :data:`PUBLISHED`.
+``bounded_sums`` (Casacuberta et al.'s float sums), ``randomized_response``, ``dp_auditorium``
+(re-implementations of DP-Auditorium's test material) and ``dpsgd`` (shuffled batches reported
+with the Poisson accountant; its dataset is the records' clipped gradients). Every class is
+importable from this package, which holds the catalogue: :data:`FLAWED` and :data:`PUBLISHED`.
 
 :data:`FLAWED` maps the registry names (``dpaudit list``, spec kind ``flawed``) to the classes;
 :func:`dpaudit.audit.benchmark.run_benchmark` audits all of them and lays the certified lower
@@ -42,6 +42,7 @@ from dpaudit.mechanisms.flawed.dp_auditorium import (
     DPAuditoriumNoisyMaxGumbel,
     DPAuditoriumSVTRevealRecords,
 )
+from dpaudit.mechanisms.flawed.dpsgd import DPSGDShuffledClaimsPoisson
 from dpaudit.mechanisms.flawed.exact_values import (
     DeltaLeakMechanism,
     LaplacePairExactCoordinate,
@@ -81,6 +82,7 @@ __all__ = [
     "DPAuditoriumMeanNoisyScale",
     "DPAuditoriumNoisyMaxGumbel",
     "DPAuditoriumSVTRevealRecords",
+    "DPSGDShuffledClaimsPoisson",
     "DeltaLeakMechanism",
     "FlawedMechanism",
     "LaplaceFloat",
@@ -139,6 +141,7 @@ FLAWED: dict[str, type[FlawedMechanism]] = {
         LaplacePairExactCoordinate,
         NoisyHistZeroBinUnnoised,
         *DP_AUDITORIUM,
+        DPSGDShuffledClaimsPoisson,
     )
 }
 
@@ -175,6 +178,7 @@ PUBLISHED: dict[str, tuple[float, str] | None] = {
     "dpa_mean_noisy_scale": None,
     "dpa_svt_reveal_records": None,
     "dpa_noisy_max_gumbel": None,
+    "dpsgd_shuffled_claims_poisson": None,
 }
 
 
