@@ -93,8 +93,8 @@ def battery_summary(section: Mapping[str, Any]) -> str:
 
 def battery_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
     """The rows in Markdown: function, relation ("(assumed)" where the library does not state
-    it), pair generator, claim, certified ``eps`` lower bound at the claim's ``delta`` against
-    the claim's ``eps``, verdict, seconds."""
+    it), pair generator and the setting its search found, claim, certified ``eps`` lower bound
+    at the claim's ``delta`` against the claim's ``eps``, verdict, seconds."""
     lines = [
         "| function | relation | pairs | claim | eps >= (at delta) | claimed eps | verdict | s |",
         "|---|---|---|---|---|---|---|---|",
@@ -102,8 +102,9 @@ def battery_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
     for r in rows:
         relation = r["relation"] + ("" if r["relation_stated"] else " (assumed)")
         verdict = r["verdict"] if "error" not in r else f"error: {r['error'][:160]}"
+        pairs = r["generator"] + (f" at {r['setting']}" if r.get("setting") else "")
         lines.append(
-            f"| `{r['function']}` | {relation} | {r['generator']} | {r['claim']} | "
+            f"| `{r['function']}` | {relation} | {pairs} | {r['claim']} | "
             f"{format_number(r['epsilon_lower_bound'])} ({r['delta']:g}) | "
             f"{format_number(r['claimed_epsilon'])} | {verdict} | {r['seconds']:.1f} |"
         )
