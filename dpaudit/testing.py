@@ -2,22 +2,23 @@
 the claim at a stated false-alarm rate.
 
 A library states what its mechanism guarantees (``approx_dp(1.0, 0.0)``, ``ZCDP(0.5)``, an RDP
-curve, ...); ``assert_private(release, claim, pairs=[...])`` audits the code with the engine
-(:func:`dpaudit.audit`) and its verdict (:meth:`~dpaudit.audit.result.AuditResult.verdict`), and
-raises :class:`PrivacyViolation` (an ``AssertionError``) with the witness when the claim is
-refuted. A correct mechanism fails with probability at most ``false_alarm``, however many looks
-and pairs were tested, so the check can run in every CI build.
+curve, ...); ``assert_private(release, claim, pairs=[...])`` audits the code sequentially
+(:func:`dpaudit.audit.engine.audit_sequential`) and raises :class:`PrivacyViolation` (an
+``AssertionError``) with the evidence and the certified ``eps`` when the claim is refuted. A
+correct mechanism fails with probability at most ``false_alarm``, however many pairs are tested
+and wherever the check stops, so it can run in every CI build.
 
-**Sequential design.** Look ``k = 1, 2, ...`` audits every pair with ``trials * growth^(k-1)``
-trials per dataset, each audit at level ``false_alarm * 6 / (pi^2 k^2) / len(pairs)``. These
-levels sum to at most ``false_alarm`` (``sum 1/k^2 = pi^2/6``), so by the union bound the
-probability that any look on any pair refutes a correct claim is at most ``false_alarm``,
-whatever the looks' dependence and whenever the design stops. It stops at the first refutation
-(a clear one is found at a small look), at ``max_trials``, or before a look that the time already
-spent predicts would end after ``max_seconds``. Each look's audit draws from its own root seed,
-derived from ``seed``, the look and the pair (:func:`dpaudit._core.streams.derived_seed`), so the
-looks are independent and a run is reproducible; only where ``max_seconds`` stops it depends on
-the machine.
+**Sequential design.** The trials arrive in phases of ``trials * growth^r`` trials per dataset
+on every pair (the last of ``max_trials``), each looked at up to
+:data:`~dpaudit.audit.engine.LOOKS_PER_PHASE` times as it fills. At every look an anytime-valid
+test (:mod:`dpaudit.audit.sequential`: a test supermartingale by betting, the mean over the
+pairs; a ladder of ``eps`` values above the claim; the fixed-sample verdict of each pair at a
+per-look level) decides whether the claim is refuted; the check stops at the first refutation,
+after the last phase, or before a look or phase that the time already spent predicts would end
+after ``max_seconds``. The false-alarm rate holds at any stopping time, so stopping early on
+clear evidence and stopping on the clock cost nothing. Each phase of each pair draws from its own
+root seed derived from ``seed`` (:func:`dpaudit._core.streams.derived_seed`), so a run is
+reproducible; only where ``max_seconds`` stops it depends on the machine.
 
 The pytest plugin (:mod:`dpaudit.pytest_plugin`, installed with dpaudit) offers the fixture
 ``dp_audit``, which calls :func:`assert_private` with the settings of the command line
@@ -27,8 +28,6 @@ The pytest plugin (:mod:`dpaudit.pytest_plugin`, installed with dpaudit) offers 
 
 from __future__ import annotations
 
-import math
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,97 +35,76 @@ from typing import Any
 import numpy as np
 
 from dpaudit._core.numbers import format_number
-from dpaudit._core.streams import derived_seed
 from dpaudit._core.validation import check_integer, check_positive, check_probability
 from dpaudit.attacks.base import Attack
-from dpaudit.audit.engine import audit_mechanism
+from dpaudit.audit.engine import audit_sequential
 from dpaudit.audit.result import DEFAULT_DELTAS, claim_curve
-from dpaudit.audit.witness import Witness
+from dpaudit.audit.sequential import SequentialAudit
 from dpaudit.mechanisms.base import NeighbouringPair
 from dpaudit.mechanisms.blackbox import BlackBox
 
-__all__ = ["Look", "PrivacyCheck", "PrivacyViolation", "assert_private", "look_level"]
-
-
-def look_level(false_alarm: float, look: int) -> float:
-    """The false-alarm rate spent at look ``look >= 1``: ``false_alarm * 6 / (pi^2 look^2)``;
-    the levels of all looks sum to ``false_alarm``."""
-    false_alarm = check_probability("false_alarm", false_alarm, low_open=True, high_open=True)
-    look = check_integer("look", look)
-    return false_alarm * 6.0 / (math.pi**2 * look**2)
-
-
-@dataclass(frozen=True)
-class Look:
-    """One audit of the sequential design: look ``look`` on pair ``pair`` (an index into the
-    pairs tested), with ``trials`` per dataset from root seed ``seed``, tested at ``level``;
-    ``verdict`` is ``"consistent"`` or ``"violated"``, ``epsilon_lower_bounds`` the certified
-    ``eps`` at each ``delta`` (keyed by ``repr(delta)``), ``seconds`` its wall-clock time."""
-
-    look: int
-    pair: int
-    trials: int
-    seed: int
-    level: float
-    verdict: str
-    epsilon_lower_bounds: dict[str, float]
-    seconds: float
+__all__ = ["PrivacyCheck", "PrivacyViolation", "assert_private"]
 
 
 @dataclass(frozen=True)
 class PrivacyCheck:
     """The outcome of :func:`assert_private` when the claim was not refuted.
 
-    ``claim`` is the claim's name, ``false_alarm`` the rate the check was run at, ``looks``
-    every audit made, ``trials`` the trials per dataset of the last look, ``stopped`` why the
-    design ended (``"max_trials"`` or ``"max_seconds"``) and ``seconds`` the time it took.
+    ``claim`` is the claim's name, ``false_alarm`` the rate the check was run at, ``audit`` the
+    sequential audit (:class:`~dpaudit.audit.sequential.SequentialAudit`: its looks, evidence and
+    the results at the stop), ``trials`` the evaluation trials per dataset of the last phase at
+    the stop (of the first pair), ``stopped``
+    why the design ended (``"max_trials"`` or ``"max_seconds"``) and ``seconds`` the time it
+    took.
     """
 
     claim: str
     false_alarm: float
-    looks: tuple[Look, ...]
+    audit: SequentialAudit
     trials: int
     stopped: str
     seconds: float
 
     def epsilon_lower_bound(self, delta: float = 0.0) -> float:
-        """The largest certified ``eps`` at ``delta`` over all looks and pairs; each one holds at
-        its look's level, so all hold together with probability at least ``1 - false_alarm``."""
-        key = repr(float(delta))
-        values = [look.epsilon_lower_bounds.get(key) for look in self.looks]
-        if not values or any(v is None for v in values):
-            raise ValueError(f"delta must be one of the deltas tested, got {delta!r}")
-        return max(values)
+        """The certified ``eps`` at ``delta`` at the stop, over all pairs
+        (:meth:`~dpaudit.audit.sequential.SequentialAudit.epsilon_lower_bound`); it holds, with
+        the verdict, with probability at least ``1 - false_alarm``."""
+        return self.audit.epsilon_lower_bound(delta)
 
 
 class PrivacyViolation(AssertionError):
-    """Raised by :func:`assert_private` when an audit refutes the claim.
+    """Raised by :func:`assert_private` when the claim is refuted.
 
-    ``witness`` is the refuting test (:class:`~dpaudit.audit.witness.Witness`: threshold,
-    certified errors, the claim's value there), ``pair`` the neighbouring pair it was found on,
-    ``claim`` the claim's name, ``trials`` the trials per dataset of the refuting look, ``look``
-    that look's record and ``false_alarm`` the rate of the whole check. ``str(error)`` is a
-    one-paragraph explanation.
+    ``pair`` is the neighbouring pair that carries the evidence, ``claim`` the claim's name,
+    ``evidence`` what refuted it (:meth:`~dpaudit.audit.sequential.SequentialAudit.evidence`),
+    ``witness`` the fixed-sample witness of that pair when its family refuted the claim (else
+    ``None``), ``epsilon`` the certified ``eps`` at ``delta`` (the claim's ``delta``) against the
+    claim's ``claimed_epsilon``, ``trials`` the outputs per dataset drawn on that pair,
+    ``audit`` the sequential audit and ``false_alarm`` the rate of the whole check. ``str(error)``
+    is a one-paragraph explanation.
     """
 
     def __init__(
         self,
         message: str,
         *,
-        witness: Witness,
+        audit: SequentialAudit,
         pair: NeighbouringPair,
         claim: str,
-        trials: int,
-        look: Look,
         false_alarm: float,
     ) -> None:
         super().__init__(message)
-        self.witness = witness
+        self.audit = audit
         self.pair = pair
         self.claim = claim
-        self.trials = trials
-        self.look = look
         self.false_alarm = false_alarm
+        self.evidence = audit.evidence()
+        index = audit.pair
+        self.witness = audit.verdicts[index]["witness"] if audit.verdicts[index] else None
+        self.delta = float(audit.test.delta)
+        self.epsilon = audit.epsilon_lower_bound(self.delta)
+        self.claimed_epsilon = audit.test.claimed_epsilon
+        self.trials = int(audit.outputs_per_dataset[index])
 
 
 def _pairs(mechanism: Any, pairs: Sequence[Any] | None) -> list[NeighbouringPair]:
@@ -153,30 +131,49 @@ def _pairs(mechanism: Any, pairs: Sequence[Any] | None) -> list[NeighbouringPair
     return out
 
 
-def _explain(
-    witness: Witness, pair: NeighbouringPair, index: int, look: Look, false_alarm: float
-) -> str:
-    where = pair.description or f"D = {pair.d.tolist()!r}, D' = {pair.d_prime.tolist()!r}"
+def _where(pair: NeighbouringPair) -> str:
+    return pair.description or f"D = {pair.d.tolist()!r}, D' = {pair.d_prime.tolist()!r}"
+
+
+def _explain(audit: SequentialAudit, pair: NeighbouringPair, claim: str, false_alarm: float) -> str:
+    """The paragraph of a :class:`PrivacyViolation`."""
+    test, index = audit.test, audit.pair
+    evidence = audit.evidence() or {}
     text = (
-        f"The claim {witness.claim} is refuted on pair {index} ({where}) at look {look.look}, "
-        f"with {look.trials} trials per dataset: the test '{witness.test}' (threshold "
-        f"{witness.threshold:.6g}) has type I error at most "
-        f"{format_number(witness.alpha_upper, rounding='up')} and type II error at most "
-        f"{format_number(witness.beta_upper, rounding='up')}"
+        f"The claim {claim} is refuted on pair {index} ({_where(pair)}) after "
+        f"{audit.outputs_per_dataset[index]:,} outputs per dataset (look {audit.looks}, phase "
+        f"{audit.phases}): "
     )
-    if witness.claimed_beta is not None and witness.margin is not None and witness.margin > 0:
-        error = "type II" if witness.order == "d_d_prime" else "type I"
-        text += f", where the claim requires a {error} error of at least {witness.claimed_beta:.4g}"
-    if witness.epsilon is not None:
-        claimed = witness.claimed_epsilon
-        shown = format_number(witness.epsilon, rounding="down")
-        text += f"; it certifies eps >= {shown} at delta = {witness.delta:g}" + (
-            f" where the claim states {claimed:.4g}" if claimed is not None else ""
+    by = evidence.get("test")
+    if by == "e-value":
+        text += (
+            f"the claim's test supermartingale reached e-value {evidence['e_value']:.4g}, at "
+            f"least {test.e_threshold:.4g}"
         )
-    return (
-        text + f". These bounds hold at level {look.level:.3g}; the levels of all looks and pairs "
-        f"sum to at most {false_alarm:g}, so a mechanism that satisfies the claim fails this "
-        f"check with probability at most {false_alarm:g}."
+        if "threshold" in evidence:
+            text += (
+                f" (its last bet: the test '{evidence['rule']}' at threshold "
+                f"{evidence['threshold']:.6g}, with errors estimated at "
+                f"{evidence['alpha_estimate']:.3g} and {evidence['beta_estimate']:.3g} from "
+                "earlier trials)"
+            )
+    elif by == "ladder":
+        text += "the ladder of eps values above the claim refuted the first of them"
+    else:
+        w = evidence["witness"]
+        text += (
+            f"the fixed-sample test '{w.test}' (threshold {w.threshold:.6g}) has type I error "
+            f"at most {format_number(w.alpha_upper, rounding='up')} and type II error at most "
+            f"{format_number(w.beta_upper, rounding='up')} at level {test.look_gamma:.3g}"
+        )
+    certified = audit.epsilon_lower_bound(test.delta)
+    text += (
+        f". It certifies eps >= {format_number(certified, rounding='down')} at delta = "
+        f"{test.delta:g}, where the claim states {test.claimed_epsilon:.4g}."
+    )
+    return text + (
+        f" The check is anytime-valid: a mechanism that satisfies the claim fails it with "
+        f"probability at most {false_alarm:g}, whenever it stops and however many pairs it tests."
     )
 
 
@@ -193,9 +190,10 @@ def assert_private(
     growth: int = 4,
     max_trials: int = 2**22,
     deltas: Sequence[float] = DEFAULT_DELTAS,
-    n_jobs: int | None = 1,
+    n_jobs: int = 1,
 ) -> PrivacyCheck:
-    """Fail with :class:`PrivacyViolation` if an audit refutes ``claim`` for ``mechanism``.
+    """Fail with :class:`PrivacyViolation` if a sequential audit refutes ``claim`` for
+    ``mechanism``.
 
     Parameters
     ----------
@@ -213,43 +211,42 @@ def assert_private(
         them.
     attack:
         The score; default: the engine's (the likelihood ratio when the mechanism has a density,
-        else a learned score).
+        else a learned score, fitted again in each phase).
     false_alarm:
         Probability, at most, that a mechanism satisfying the claim fails the check, in
         ``(0, 1)``.
     max_seconds:
-        Time budget: no look starts that the time of the previous one predicts would end after
-        it (the first look always runs). ``None``: no budget.
+        Time budget: no look or phase starts that the time already spent predicts would end
+        after it (the first look always runs). ``None``: no budget.
     seed:
-        Root of every look's seed.
+        Root of every phase's seed.
     trials:
-        Trials per dataset at the first look.
+        Trials per dataset of the first phase.
     growth:
-        Factor (``>= 2``) by which each look multiplies the trials.
+        Factor (``>= 2``) by which each phase multiplies the trials.
     max_trials:
-        No look has more trials per dataset than this.
+        Trials per dataset of the last phase.
     deltas:
-        ``delta`` values at which the verdict also tests the certified ``eps`` against the
-        claim's.
+        ``delta`` values at which the check also reports certified ``eps``.
     n_jobs:
-        Workers of each audit (default 1, this process).
+        Workers drawing the trials (default 1, this process).
 
     Returns
     -------
     PrivacyCheck
-        The looks made, when none refuted the claim.
+        The sequential audit, when it did not refute the claim.
 
     Raises
     ------
     PrivacyViolation
-        An ``AssertionError`` carrying the witness, the pair, the claim and the trials, when a
-        look refutes the claim.
+        An ``AssertionError`` carrying the evidence, the pair, the certified ``eps`` and the
+        claim, when the claim is refuted.
     """
     false_alarm = check_probability("false_alarm", false_alarm, low_open=True, high_open=True)
     if max_seconds is not None:
         max_seconds = check_positive("max_seconds", max_seconds)
     seed = check_integer("seed", seed, minimum=0)
-    trials = check_integer("trials", trials)
+    trials = check_integer("trials", trials, minimum=2)
     growth = check_integer("growth", growth, minimum=2)
     max_trials = check_integer("max_trials", max_trials, minimum=trials)
     curve = claim_curve(claim)
@@ -260,76 +257,34 @@ def assert_private(
             )
         mechanism = BlackBox(mechanism, curve)
     tested = _pairs(mechanism, pairs)
-    start = time.perf_counter()
-    looks: list[Look] = []
-    size, k, last_seconds = trials, 1, 0.0
-    while True:
-        level = look_level(false_alarm, k)
-        for index, pair in enumerate(tested):
-            look_seed = derived_seed(seed, "assert_private_look", k, index)
-            began = time.perf_counter()
-            result = audit_mechanism(
-                mechanism,
-                pair,
-                attack,
-                trials=size,
-                seed=look_seed,
-                confidence=1.0 - level / len(tested),
-                n_jobs=n_jobs,
-                progress=False,
-            )
-            verdict = result.verdict(curve, deltas)
-            record = Look(
-                look=k,
-                pair=index,
-                trials=size,
-                seed=look_seed,
-                level=level / len(tested),
-                verdict=verdict["verdict"],
-                epsilon_lower_bounds=dict(verdict["epsilon_lower_bounds"]),
-                seconds=time.perf_counter() - began,
-            )
-            looks.append(record)
-            if verdict["verdict"] == "violated":
-                witness = verdict["witness"]
-                raise PrivacyViolation(
-                    _explain(witness, pair, index, record, false_alarm),
-                    witness=witness,
-                    pair=pair,
-                    claim=curve.name,
-                    trials=size,
-                    look=record,
-                    false_alarm=false_alarm,
-                )
-        last_seconds = sum(look.seconds for look in looks if look.look == k)
-        stopped = _stop(size, growth, max_trials, max_seconds, start, last_seconds)
-        if stopped is not None:
-            return PrivacyCheck(
-                claim=curve.name,
-                false_alarm=false_alarm,
-                looks=tuple(looks),
-                trials=size,
-                stopped=stopped,
-                seconds=time.perf_counter() - start,
-            )
-        size, k = min(size * growth, max_trials), k + 1
-
-
-def _stop(
-    size: int,
-    growth: int,
-    max_trials: int,
-    max_seconds: float | None,
-    start: float,
-    last_seconds: float,
-) -> str | None:
-    """Why the design ends after a look of ``size`` trials that took ``last_seconds``, or
-    ``None``: the next look would exceed ``max_trials``' cap already reached, or, timed as the
-    last one scaled by its trials, end after ``max_seconds``."""
-    if size >= max_trials:
-        return "max_trials"
-    if max_seconds is not None:
-        predicted = last_seconds * min(size * growth, max_trials) / size
-        if time.perf_counter() - start + predicted > max_seconds:
-            return "max_seconds"
-    return None
+    audit = audit_sequential(
+        mechanism,
+        curve,
+        tested,
+        attack,
+        level=false_alarm,
+        trials=trials,
+        growth=growth,
+        max_trials=max_trials,
+        max_seconds=max_seconds,
+        seed=seed,
+        deltas=tuple(deltas),
+        n_jobs=n_jobs,
+    )
+    if audit.stopped == "refuted":
+        pair = tested[audit.pair]
+        raise PrivacyViolation(
+            _explain(audit, pair, curve.name, false_alarm),
+            audit=audit,
+            pair=pair,
+            claim=curve.name,
+            false_alarm=false_alarm,
+        )
+    return PrivacyCheck(
+        claim=curve.name,
+        false_alarm=false_alarm,
+        audit=audit,
+        trials=int(audit.results[0].trials),
+        stopped=audit.stopped,
+        seconds=audit.seconds,
+    )

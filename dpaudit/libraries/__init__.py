@@ -51,6 +51,7 @@ def plan_battery(
     budget: int | None = None,
     confidence: float = 0.95,
     seed: int = 0,
+    until_decided: bool = False,
 ) -> Plan:
     """The battery of library ``name``, laid out but not run (:func:`~.battery.plan`);
     ``plan.draws`` is the most outputs it will draw from the library."""
@@ -62,6 +63,7 @@ def plan_battery(
         budget=budget,
         confidence=confidence,
         seed=seed,
+        until_decided=until_decided,
     )
 
 
@@ -76,6 +78,7 @@ def run_battery(
     seed: int = 0,
     progress: Callable[[str], None] | None = None,
     n_jobs: int = 1,
+    until_decided: bool = False,
 ) -> Battery:
     """Audit every covered function of library ``name``; the arguments are those of
     :func:`plan_battery`, ``progress(line)`` hears of each finished row, and ``n_jobs`` audits
@@ -99,5 +102,6 @@ def run_battery(
         budget=budget,
         confidence=confidence,
         seed=seed,
+        until_decided=until_decided,
     )
     return run(laid_out, progress=progress, n_jobs=n_jobs)

@@ -51,7 +51,13 @@ from joblib import Parallel, delayed
 from dpaudit._core.numbers import format_number
 from dpaudit._core.provenance import versions
 from dpaudit._core.validation import check_integer, check_n_jobs, check_probability
-from dpaudit.audit.engine import audit_mechanism, most_outputs
+from dpaudit.audit.engine import (
+    FIRST_PHASE_TRIALS,
+    audit_mechanism,
+    audit_sequential,
+    most_outputs,
+    phase_trials,
+)
 from dpaudit.audit.limits import check_trials
 from dpaudit.audit.pair_search import search_pairs
 from dpaudit.bounds.tradeoff import TradeoffCurve
@@ -201,6 +207,7 @@ class Plan:
     pilot_trials: int
     confidence: float
     seed: int
+    until_decided: bool = False
 
     @property
     def row_confidence(self) -> float:
@@ -208,7 +215,12 @@ class Plan:
         return 1.0 - (1.0 - self.confidence) / max(len(self.rows), 1)
 
     def row_draws(self, row: Row) -> int:
-        """The most outputs ``row`` draws from the library (pilots included)."""
+        """The most outputs ``row`` draws from the library (pilots included; run until
+        decided, every phase of every candidate)."""
+        if self.until_decided:
+            phases = phase_trials(min(FIRST_PHASE_TRIALS, self.trials), 4, self.trials)
+            most = sum(audit_draws(t, max(t // 4, 2)) for t in phases)
+            return len(row.candidates) * most
         pilots = len(row.candidates) * audit_draws(self.pilot_trials)
         return audit_draws(self.trials) + (pilots if len(row.candidates) > 1 else 0)
 
@@ -227,6 +239,7 @@ def plan(
     budget: int | None = None,
     confidence: float = 0.95,
     seed: int = 0,
+    until_decided: bool = False,
 ) -> Plan:
     """Lay out the battery of ``library``.
 
@@ -248,6 +261,10 @@ def plan(
         Family-wise confidence of the battery's verdicts.
     seed:
         Root seed of the audits and of the subsampling.
+    until_decided:
+        Audit each row sequentially (:func:`~dpaudit.audit.engine.audit_sequential`, all its
+        candidates together, no pilots) and stop it as soon as the evidence decides; ``trials``
+        is then the cap (the last phase's trials per dataset).
     """
     library.require()
     trials = check_trials("trials", trials, minimum=2)
@@ -274,7 +291,7 @@ def plan(
                 if chosen:
                     rows.append(Row(function, relation, generator, tuple(chosen)))
     pilot_trials = min(trials, max(trials // 8, 200))
-    return Plan(library, tuple(rows), trials, pilot_trials, confidence, seed)
+    return Plan(library, tuple(rows), trials, pilot_trials, confidence, seed, bool(until_decided))
 
 
 @dataclass
@@ -408,6 +425,18 @@ def _audit_row(plan: Plan, row: Row, index: int, mechanism: BlackBox) -> Any:
         "confidence": plan.row_confidence,
         "n_jobs": 1,
     }
+    if plan.until_decided:
+        audit = audit_sequential(
+            mechanism,
+            row.claim.curve,
+            list(row.candidates),
+            level=1.0 - plan.row_confidence,
+            trials=min(FIRST_PHASE_TRIALS, plan.trials),
+            max_trials=plan.trials,
+            seed=options["seed"],
+            deltas=row.claim.deltas,
+        )
+        return audit.results[audit.pair]
     if len(row.candidates) == 1:
         return audit_mechanism(mechanism, row.candidates[0], **options)
     return search_pairs(
@@ -473,6 +502,18 @@ def _table_row(row: Row, record: Mapping[str, Any], seconds: float) -> dict[str,
         "epsilon_lower_bound": certified,
         "verdict": record["verdict"],
         "seconds": round(seconds, 2),
+        **_stop(record),
+    }
+
+
+def _stop(record: Mapping[str, Any]) -> dict[str, Any]:
+    """When and why a row run until decided stopped (nothing for a row of fixed size)."""
+    sequential = record.get("sequential")
+    if not sequential:
+        return {}
+    return {
+        "stopped": sequential["stopped"],
+        "outputs_per_dataset": max(sequential["outputs_per_dataset"]),
     }
 
 
@@ -515,5 +556,6 @@ def run(plan: Plan, *, progress: Callable[[str], None] | None = None, n_jobs: in
         "row_confidence": plan.row_confidence,
         "seed": plan.seed,
         "draws_at_most": plan.draws,
+        "until_decided": plan.until_decided,
     }
     return Battery(plan, records, table, provenance)
