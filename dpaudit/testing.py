@@ -12,13 +12,14 @@ and wherever the check stops, so it can run in every CI build.
 on every pair (the last of ``max_trials``), each looked at up to
 :data:`~dpaudit.audit.engine.LOOKS_PER_PHASE` times as it fills. At every look an anytime-valid
 test (:mod:`dpaudit.audit.sequential`: a test supermartingale by betting, the mean over the
-pairs; a ladder of ``eps`` values above the claim; the fixed-sample verdict of each pair at a
-per-look level) decides whether the claim is refuted; the check stops at the first refutation,
-after the last phase, or before a look or phase that the time already spent predicts would end
-after ``max_seconds``. The false-alarm rate holds at any stopping time, so stopping early on
-clear evidence and stopping on the clock cost nothing. Each phase of each pair draws from its own
-root seed derived from ``seed`` (:func:`dpaudit._core.streams.derived_seed`), so a run is
-reproducible; only where ``max_seconds`` stops it depends on the machine.
+pairs; a ladder of ``eps`` values above the claim) decides whether the claim is refuted; the
+check stops at the first refutation, after the last phase, or before a look or phase that the
+time already spent predicts would end after ``max_seconds``. At the stop each pair's
+fixed-sample verdict is read at a per-look level, and may refute the claim too. The false-alarm
+rate holds at any stopping time, so stopping early on clear evidence and stopping on the clock
+cost nothing. Each phase of each pair draws from its own root seed derived from ``seed``
+(:func:`dpaudit._core.streams.derived_seed`), so a run is reproducible; only where
+``max_seconds`` stops it depends on the machine.
 
 The pytest plugin (:mod:`dpaudit.pytest_plugin`, installed with dpaudit) offers the fixture
 ``dp_audit``, which calls :func:`assert_private` with the settings of the command line
@@ -39,7 +40,7 @@ from dpaudit._core.validation import check_integer, check_positive, check_probab
 from dpaudit.attacks.base import Attack
 from dpaudit.audit.engine import audit_sequential
 from dpaudit.audit.result import DEFAULT_DELTAS, claim_curve
-from dpaudit.audit.sequential import SequentialAudit
+from dpaudit.audit.sequential import SequentialAudit, claim_delta
 from dpaudit.mechanisms.base import NeighbouringPair
 from dpaudit.mechanisms.blackbox import BlackBox
 
@@ -227,7 +228,8 @@ def assert_private(
     max_trials:
         Trials per dataset of the last phase.
     deltas:
-        ``delta`` values at which the check also reports certified ``eps``.
+        ``delta`` values at which the check also reports certified ``eps`` (the claim's own
+        ``delta``, :func:`~dpaudit.audit.sequential.claim_delta`, is always one).
     n_jobs:
         Workers drawing the trials (default 1, this process).
 
@@ -268,10 +270,10 @@ def assert_private(
         max_trials=max_trials,
         max_seconds=max_seconds,
         seed=seed,
-        deltas=tuple(deltas),
+        deltas=tuple(dict.fromkeys([*(float(d) for d in deltas), claim_delta(curve)])),
         n_jobs=n_jobs,
     )
-    if audit.stopped == "refuted":
+    if audit.verdict == "violated":
         pair = tested[audit.pair]
         raise PrivacyViolation(
             _explain(audit, pair, curve.name, false_alarm),

@@ -1419,12 +1419,13 @@ def audit_sequential(
     attack fit and pilot grid, as :func:`audit_mechanism` makes them. A phase's streams are cut
     into at least :data:`PHASE_CHUNKS` chunks and drawn a few chunks at a time: at each **look**
     (:func:`look_chunks`, at most :data:`LOOKS_PER_PHASE` a phase) the new counts of every pair go
-    to the :class:`~dpaudit.audit.sequential.SequentialTest`, and each pair's fixed-sample
-    verdict family is read at the per-look level. The audit stops at the first look where the
-    test refutes the claim, after the last phase, or (``max_seconds``) before a look or a phase
-    that the time measured so far predicts would end after the budget (the first look always
-    runs). Whenever it stops, the verdict and every bound it reports hold together with
-    probability at least ``1 - level`` (:mod:`dpaudit.audit.sequential`).
+    to the :class:`~dpaudit.audit.sequential.SequentialTest`. The audit stops at the first look
+    where the test refutes the claim, after the last phase, or (``max_seconds``) before a look or
+    a phase that the time measured so far predicts would end after the budget (the first look
+    always runs). At the stop, each pair's fixed-sample verdict family is read on its last
+    phase's counts at the per-look level (its results and bounds); it refutes the claim too when
+    it finds a violation. Whenever it stops, the verdict and every bound it reports hold together
+    with probability at least ``1 - level`` (:mod:`dpaudit.audit.sequential`).
 
     Parameters
     ----------
@@ -1446,7 +1447,7 @@ def audit_sequential(
     seed:
         Root seed of every phase.
     deltas:
-        ``delta`` values of the families' ``eps`` bounds (the claim's ``delta`` is added).
+        ``delta`` values of the families' ``eps`` bounds.
     delta:
         The ``delta`` of the certified ``eps`` (default: the claim's,
         :func:`~dpaudit.audit.sequential.claim_delta`).
@@ -1471,16 +1472,15 @@ def audit_sequential(
     test = SequentialTest(
         curve, level, pairs=len(tested), looks=LOOKS_PER_PHASE * len(sizes), delta=delta
     )
-    asked = tuple(dict.fromkeys([*(float(d) for d in deltas), float(test.delta)]))
+    asked = tuple(dict.fromkeys(float(d) for d in deltas))
     name = getattr(mechanism, "name", type(mechanism).__name__)
     outputs = [0] * len(tested)
     seconds_per_output = 0.0
     looks = 0
     stopped, reason = "max_trials", ""
-    results: list[Any] = [None] * len(tested)
-    verdicts: list[dict[str, Any]] = [{}] * len(tested)
     phase_index = 0
     phases: list[_Phase] = []
+    last: list[_Phase] = []
     for phase_index, size in enumerate(sizes):
         if phase_index and max_seconds is not None:
             predicted = seconds_per_output * len(tested) * 1.5 * (size + size // 4) / 8
@@ -1526,30 +1526,14 @@ def audit_sequential(
             look_started = time.perf_counter()
             for index, phase in enumerate(phases):
                 test.update(index, _look(phase, n_jobs))
-                evaluation, selection = phase.drawn()
-                results[index] = _result(
-                    phase.setup,
-                    phase.selection.counts,
-                    phase.evaluation,
-                    trials=evaluation,
-                    selection_trials=selection,
-                    confidence=1.0 - level,
-                    strategy="holdout",
-                    fixed=None,
-                    started=started,
-                    gamma_share=test.look_gamma / level,
-                )
-                verdicts[index] = results[index].verdict(curve, asked)
-                test.family(index, verdicts[index]["verdict"])
             looks += 1
-            now_drawn = sum(p.outputs() for p in phases)
-            drawn = max(now_drawn - drawn_before, 1)
+            drawn = max(sum(p.outputs() for p in phases) - drawn_before, 1)
             seconds_per_output = (time.perf_counter() - look_started) / drawn
             totals = [outputs[i] + phases[i].outputs() for i in range(len(tested))]
             test.close_look(
                 look=looks,
                 phase=phase_index + 1,
-                trials=phases[0].drawn()[0] + phases[0].drawn()[1],
+                trials=sum(phases[0].drawn()),
                 outputs_per_dataset=max(totals),
             )
             if progress and (look == len(phases[0].looks) - 1 or test.refuted):
@@ -1566,17 +1550,38 @@ def audit_sequential(
                 break
         for index, phase in enumerate(phases):
             outputs[index] += phase.outputs()
+        if phases[0].made:
+            last = phases
         if stopped != "max_trials":
             break
     else:
         reason = (
             f"the last phase ({sizes[-1]:,} trials per dataset, the cap) ended without a refutation"
         )
+    # Each pair's fixed-sample family at the stop, read at the per-look level: it is defined at
+    # every look, so the union over the looks covers the one the evidence stopped at.
+    results, verdicts = [], []
+    for index, phase in enumerate(last):
+        evaluation, selection = phase.drawn()
+        result = _result(
+            phase.setup,
+            phase.selection.counts,
+            phase.evaluation,
+            trials=evaluation,
+            selection_trials=selection,
+            confidence=1.0 - level,
+            strategy="holdout",
+            fixed=None,
+            started=started,
+            gamma_share=test.look_gamma / level,
+        )
+        results.append(result)
+        verdicts.append(result.verdict(curve, asked))
+        test.family(index, verdicts[-1]["verdict"])
     if stopped == "refuted":
         reason = {
             "e-value": f"the claim's e-value reached {test.e_threshold:.4g}",
             "ladder": "the certified eps at the claim's delta exceeds the claimed eps",
-            "family": "a fixed-sample test, read at the per-look level, refutes the claim",
         }[str(test.decided_by)]
     audit = SequentialAudit(
         test=test,
