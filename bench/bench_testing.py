@@ -5,7 +5,7 @@ noise, called as ``release(dataset, size, rng)``, claimed ``(1, 0)``-DP on the p
 against ``[1.0]`` (a black box, so the default attack is the learned score). ``correct`` has
 scale 1 (exactly 1-DP); ``half scale`` has scale 0.5 (2-DP) and must fail. Each check runs with
 ``false_alarm = 1e-6``, the default 10 s budget and seeds 0, 1, ... Printed per case and seed:
-the outcome, the trials per dataset of the last look, the number of looks and the seconds.
+the outcome, the outputs per dataset the check drew, its looks and phases, and the seconds.
 
     python bench/bench_testing.py              # 3 seeds
     python bench/bench_testing.py --seeds 10
@@ -38,8 +38,8 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=3, help="checks per case (default 3)")
     parser.add_argument("--max-seconds", type=float, default=10.0, help="budget of each check")
     args = parser.parse_args()
-    print("| case | seed | outcome | trials per dataset | looks | seconds |")
-    print("|---|---|---|---|---|---|")
+    print("| case | seed | outcome | outputs per dataset | looks | phases | seconds |")
+    print("|---|---|---|---|---|---|---|")
     worst = {}
     for case, scale in CASES.items():
         for seed in range(args.seeds):
@@ -52,12 +52,16 @@ def main() -> None:
                     max_seconds=args.max_seconds,
                     seed=seed,
                 )
-                outcome, trials, looks = "passed", check.trials, len(check.looks)
+                outcome, audit = "passed", check.audit
             except PrivacyViolation as error:
-                outcome, trials, looks = "failed", error.trials, error.look.look
+                outcome, audit = "failed", error.audit
             seconds = time.perf_counter() - started
             worst[case] = max(worst.get(case, 0.0), seconds)
-            print(f"| {case} | {seed} | {outcome} | {trials} | {looks} | {seconds:.2f} |")
+            outputs = max(audit.outputs_per_dataset)
+            print(
+                f"| {case} | {seed} | {outcome} | {outputs:,} | {audit.looks} | {audit.phases} "
+                f"| {seconds:.2f} |"
+            )
     for case, seconds in worst.items():
         print(f"slowest check, {case}: {seconds:.2f} s")
 

@@ -262,3 +262,24 @@ def test_a_library_whose_dependency_is_missing_says_so(tmp_path, monkeypatch):
     lib = Library("brokenlib", "dpaudit_test_brokenlib", "brokenlib", list, True, True)
     with pytest.raises(ValueError, match="installed but cannot be imported .*dpaudit_no_such_dep"):
         lib.require()
+
+
+def test_rows_run_until_decided_stop_early_and_keep_to_their_stated_draws():
+    over = plan(
+        reference(laplace_eps=0.3),
+        trials=16384,
+        budget=2,
+        seed=3,
+        functions=["laplace"],
+        until_decided=True,
+    )
+    battery = run(over)
+    rows = {(r["function"], r["relation"], r["generator"]): r for r in battery.table}
+    refuted = rows[("laplace", "add_remove", "boundary")]
+    assert refuted["verdict"] == "violated" and refuted["stopped"] == "refuted"
+    assert refuted["outputs_per_dataset"] < 16384  # stopped in its first phase
+    assert all(
+        r["outputs_per_dataset"] * 2 <= over.row_draws(row)
+        for row, r in zip(over.rows, battery.table, strict=True)
+    )
+    assert battery.document()["battery"]["until_decided"] is True
