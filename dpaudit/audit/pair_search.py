@@ -13,9 +13,10 @@ and works in two stages:
    estimate) as a ranking statistic: its ``eps`` lower bound divided by the ``eps`` the
    candidate's claim states (just its ``eps`` when there is no claim). The budget (outputs,
    weighted by what one output costs, and seconds) decides how many candidates are screened.
-2. **Confirm.** At most ``finalists`` of the best candidates whose screen showed anything (the
-   best one when none did) are audited again at full budget on **fresh** outputs, each at
-   confidence ``1 - (1 - confidence) / finalists``.
+2. **Confirm.** The best candidate, and up to ``finalists - 1`` more whose screen promised a
+   refutation (a screen ``eps`` at least the claimed ``eps``; without a claim, any ``eps``
+   above 0), are audited again at full budget on **fresh** outputs, each at confidence
+   ``1 - (1 - confidence) / finalists`` (fixed before the screen, however many are confirmed).
 
 Why the confirmed bounds stay valid. The screen and the confirmation draw from disjoint random
 streams (different seeds, hence independent outputs), and only the *choice* of candidates
@@ -406,13 +407,15 @@ class InputSearchResult:
         }
 
 
-def _ranked(scores: np.ndarray, weights: Sequence[float], finalists: int) -> list[int]:
-    """The candidates to confirm: the best ``finalists`` by score (then the cheaper, then the
-    first) among those whose score is positive, or the best screened one when none is."""
-    screened = [i for i in range(len(scores)) if np.isfinite(scores[i])]
+def _ranked(
+    scores: np.ndarray, promising: np.ndarray, weights: Sequence[float], finalists: int
+) -> list[int]:
+    """The candidates to confirm: the best screened one by score (then the cheaper, then the
+    first), and after it at most ``finalists - 1`` more, by score, whose screen ``promising``
+    says is worth a confirmation."""
+    screened = [i for i in range(len(scores)) if not np.isnan(scores[i])]
     order = sorted(screened, key=lambda i: (-scores[i], weights[i], i))
-    positive = [i for i in order if scores[i] > 0]
-    return (positive or order)[:finalists]
+    return order[:1] + [i for i in order[1:] if promising[i]][: finalists - 1]
 
 
 def search_inputs(
@@ -460,7 +463,9 @@ def search_inputs(
     screen_selection_trials:
         Selection trials per dataset of each screen audit (default: half its trials).
     finalists:
-        Most candidates confirmed, each at confidence ``1 - (1 - confidence) / finalists``.
+        Most candidates confirmed, each at confidence ``1 - (1 - confidence) / finalists``: the
+        best screened one, and after it those whose screen ``eps`` reached the claimed ``eps``
+        (any ``eps`` above 0 when there is no claim).
     delta:
         The ``delta`` at which ``eps`` is ranked and reported.
     confidence:
@@ -549,6 +554,7 @@ def search_inputs(
     seeds = _pilot_seeds(screen_seed, len(cands), final_seeds)
     eps = np.full(len(cands), np.nan)
     score = np.full(len(cands), np.nan)
+    promising = np.zeros(len(cands), dtype=bool)
     errors: dict[int, str] = {}
     first_error: BaseException | None = None
     spent = 0.0
@@ -587,14 +593,21 @@ def search_inputs(
         screened_outputs += cost
         reserve = held
         eps[i] = result.epsilon_lower_bound(delta)
-        claimed = math.inf if claim is None else claim.epsilon(delta)
-        score[i] = eps[i] if claim is None else (eps[i] / claimed if claimed > 0 else math.inf)
+        if claim is None:
+            score[i] = eps[i]
+            promising[i] = eps[i] > 0
+        else:
+            claimed = claim.epsilon(delta)
+            score[i] = eps[i] / claimed if claimed > 0 else (math.inf if eps[i] > 0 else 0.0)
+            promising[i] = score[i] >= 1.0
     screen_seconds = time.perf_counter() - start
-    chosen = _ranked(score, weights, finalists) if len(cands) > 1 else [0]
+    chosen = _ranked(score, promising, weights, finalists) if len(cands) > 1 else [0]
     if not chosen:
-        if first_error is not None:
+        if len(errors) == len(cands):
+            assert first_error is not None
             raise first_error
-        raise ValueError(f"budget {budget.describe()} paid for no screen of any candidate")
+        # the budget paid for no screen: the first candidate, chosen without one
+        chosen = [next(i for i in range(len(cands)) if i not in errors)]
     level = 1.0 - (1.0 - confidence) / finalists
     finals: list[AuditResult] = []
     claims: list[TradeoffCurve | None] = []
@@ -703,7 +716,8 @@ def search_pairs(
         ``audit_options`` or the engine's default); fewer make the pilots cheaper.
     finalists:
         How many of the best candidates get a final audit (each at confidence
-        ``1 - (1 - confidence)/finalists``); fewer when fewer pilots certified anything.
+        ``1 - (1 - confidence)/finalists``); the best pilot, and after it only pilots that
+        certified some ``eps`` above 0.
     delta:
         The ``delta`` at which ``eps`` is ranked and reported.
     seed:

@@ -221,12 +221,15 @@ def _selection(trials: int) -> int:
     return max(trials // 2, 2)
 
 
-#: The battery's default budget: seconds for the whole library, shared equally by its rows (no
-#: limit on outputs beyond what the rows' candidates and trials draw: :attr:`Plan.draws`).
-DEFAULT_BUDGET = SearchBudget(seconds=25 * 60)
+#: The battery's default budget, for each of its rows: weighted outputs (enough for two
+#: confirmations of 10,000 trials and a screen of the rest), and seconds for the whole library,
+#: shared equally by its rows. The outputs bind first on a machine of ordinary speed, so the
+#: default run does not depend on how fast the machine is.
+DEFAULT_ROW_OUTPUTS = 120_000
+DEFAULT_SECONDS = 25 * 60
 
 #: Most candidates of a row (the first of its generator's, in the order of the settings).
-DEFAULT_CANDIDATES = 48
+DEFAULT_CANDIDATES = 32
 
 
 @dataclass(frozen=True)
@@ -240,7 +243,7 @@ class Plan:
     finalists: int
     confidence: float
     seed: int
-    budget: SearchBudget = DEFAULT_BUDGET
+    budget: SearchBudget = SearchBudget(seconds=DEFAULT_SECONDS)
 
     @property
     def row_confidence(self) -> float:
@@ -346,7 +349,8 @@ def plan(
         Most candidates per row (default :data:`DEFAULT_CANDIDATES`, 1 with ``quick``).
     budget:
         The battery's :class:`~dpaudit.audit.pair_search.SearchBudget` (or its words, e.g.
-        ``"2e6,20m"``), shared equally by the rows (default :data:`DEFAULT_BUDGET`).
+        ``"2e6,20m"``), shared equally by the rows (default: :data:`DEFAULT_ROW_OUTPUTS` weighted
+        outputs a row and :data:`DEFAULT_SECONDS` in all).
     finalists:
         Most candidates of a row confirmed.
     screen_trials:
@@ -367,9 +371,7 @@ def plan(
     )
     if isinstance(budget, str):
         budget = SearchBudget.parse(budget)
-    elif budget is None:
-        budget = DEFAULT_BUDGET
-    elif not isinstance(budget, SearchBudget):
+    elif budget is not None and not isinstance(budget, SearchBudget):
         raise ValueError(f"budget must be a SearchBudget or its words, got {budget!r}")
     pins = _checked_pins(relations, bounds, sizes, epsilons)
     covered = library.functions()
@@ -401,6 +403,8 @@ def plan(
             f"nothing to audit: no function of {library.name} takes the settings pinned "
             f"({', '.join(f'{k}={v}' for k, v in pins.items())})"
         )
+    if budget is None:
+        budget = SearchBudget(DEFAULT_ROW_OUTPUTS * len(rows), DEFAULT_SECONDS)
     laid_out = Plan(
         library, tuple(rows), trials, screen_trials, finalists, confidence, seed, budget
     )

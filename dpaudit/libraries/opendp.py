@@ -1,10 +1,13 @@
 """OpenDP: its noise measurements and the common clamp, sum or mean, noise pipelines.
 
-Calls. A pipeline is a deterministic transformation followed by a noise measurement. Each
-release function builds both once (per audit), and per chunk runs the transformation once on the
-dataset and the *vector* form of the same noise measurement once on ``size`` copies of its
-output: ``size`` independent draws of the pipeline from one call into the library (OpenDP's
-vector measurements add independent noise of the same sampler to every entry).
+Calls. A pipeline is a transformation followed by a noise measurement. Each release function
+builds both once (per audit), and per chunk runs the transformation once on the dataset and the
+*vector* form of the same noise measurement once on ``size`` copies of its output: ``size``
+independent draws of the pipeline from one call into the library (OpenDP's vector measurements
+add independent noise of the same sampler to every entry). That holds for a deterministic
+transformation; the mean's ``resize`` keeps a random subset of a dataset larger than its size,
+so on such a dataset it runs once per output (else the outputs of a chunk would share one
+subset and not be independent draws).
 
 OpenDP's generator cannot be seeded: an audit of OpenDP draws fresh randomness on every run, so
 its bounds are as valid as any (every trial is an independent draw) but reruns are not identical
@@ -65,7 +68,7 @@ EPSILONS = (0.1, 1.0, 5.0)
 FLOAT_SPECIALS = ("inf", "-inf", "-0", "subnormal", "outside")
 #: What one output costs, in records: the transformation runs once per chunk of outputs on
 #: every record.
-RECORDS_PER_OUTPUT = 20_000.0
+RECORDS_PER_OUTPUT = 1_000.0
 
 
 def _dp() -> Any:
@@ -106,13 +109,28 @@ def _noise(dp: Any, kind: str, integer: bool, scale: float) -> Any:
     return make(dp.vector_domain(atom), metric, scale=scale)
 
 
-def _release(transformation: Callable[[Any], Any] | None, noise: Any, integer: bool) -> Release:
+def _release(
+    transformation: Callable[[Any], Any] | None,
+    noise: Any,
+    integer: bool,
+    random_above: int | None = None,
+) -> Release:
+    """Per chunk: the transformation once, the vector noise once on ``size`` copies of its
+    value. A transformation that is random on datasets of more than ``random_above`` records
+    (OpenDP's resize samples the records it keeps) runs once per output on those, so that every
+    output is an independent draw of the whole pipeline."""
+
     def release(dataset: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
         records = [int(x) if integer else float(x) for x in np.asarray(dataset).ravel()]
-        value = records[0] if transformation is None else transformation(records)
         if size == 0:
             return np.empty(0)
-        return np.asarray(noise([value] * size), dtype=float)
+        if transformation is None:
+            values = [records[0]] * size
+        elif random_above is not None and len(records) > random_above:
+            values = [transformation(records) for _ in range(size)]
+        else:
+            values = [transformation(records)] * size
+        return np.asarray(noise(values), dtype=float)
 
     return release
 
@@ -190,7 +208,8 @@ def _pipeline(
 
     def release() -> Release:
         transformation = _chain(integer, bounds, mean, size)
-        return _release(transformation, _noise(_dp(), kind, integer, scale), integer)
+        noise = _noise(_dp(), kind, integer, scale)
+        return _release(transformation, noise, integer, size if mean else None)
 
     def claims() -> dict[str, Claimed]:
         dp = _dp()
