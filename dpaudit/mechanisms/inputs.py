@@ -79,6 +79,8 @@ def shown_number(x: float) -> str:
     x = float(x)
     if _is_power_of_two(x) and abs(math.frexp(x)[1] - 1) >= 16:
         return ("-" if x < 0 else "") + f"2^{math.frexp(x)[1] - 1}"
+    if x.is_integer() and abs(x) < 2**53:
+        return shown_number(int(x))
     short = f"{x:.6g}"
     return short if float(short) == x or not math.isfinite(x) else repr(x)
 

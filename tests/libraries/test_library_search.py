@@ -117,13 +117,14 @@ def test_rows_are_one_per_function_relation_and_generator_with_candidates_over_t
         for generator in ("boundary", "rounding", "overflow", "special", "random"):
             assert ("exact_sum", relation, generator) in generators
     assert ("randomized_response", "replace_one", "boundary") in generators
-    assert len(laid_out.rows) == 11
+    assert ("randomized_response", "replace_one", "random") in generators
+    assert len(laid_out.rows) == 12
     sums = [r for r in laid_out.rows if r.function.name.startswith("exact_sum")]
     assert all(1 <= len(r.candidates) <= 12 for r in laid_out.rows)
     boundary = next(r for r in sums if r.generator == "boundary")
     assert boundary.candidates[0].setting == SUM_SPACE.default  # the default first
     assert len({c.setting for c in boundary.candidates}) > 1
-    assert laid_out.row_confidence == pytest.approx(1 - 0.05 / 11)
+    assert laid_out.row_confidence == pytest.approx(1 - 0.05 / 12)
     assert laid_out.draws > 0
 
 
@@ -176,14 +177,14 @@ def test_the_rows_say_which_setting_and_pair_the_search_found(tmp_path):
 def test_long_datasets_are_kept_in_results_as_runs_or_their_size():
     assert _compact([1.0, 2.0]) == [1.0, 2.0]
     runs = [2.0**30] * 1500 + [2.0**30 + 1.0]
-    assert _compact(runs) == "1,501 records: 1,500 x 2^30, 1 x 1073741825"
+    assert _compact(runs) == "1,501 records: 1,500 x 2^30, 1 x 1,073,741,825"
     mixed = list(np.arange(2000.0))
     assert _compact(mixed).startswith("2,000 records: 0, 1, 2, 3, 4, ...")
 
 
 @pytest.mark.slow
 def test_searching_batteries_of_correct_functions_refute_within_their_family_wise_level():
-    # 100 batteries of the two correct reference functions above (11 rows each, every row a
+    # 100 batteries of the two correct reference functions above (12 rows each, every row a
     # search over up to 12 candidates across the input space: offsets to 2**1000, widths down
     # to 4 ulps, special values, integer records, eps from 0.5 to 4), each at family-wise
     # confidence 0.95 with its own seed. A battery is refuted with probability at most 0.05 (the
@@ -212,3 +213,67 @@ def test_diffprivlibs_float_sums_are_refuted_under_replace_one_by_pairs_the_sear
     for row in battery.table:
         assert not row["setting"].startswith("bounds [0, 1]")
         assert row["epsilon_lower_bound"] > row["claimed_epsilon"]
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "says"),
+    [
+        ("--bounds", "1,0", "argument --bounds: must be LOWER,UPPER"),
+        ("--bounds", "0,inf", "argument --bounds: must be LOWER,UPPER"),
+        ("--sizes", "10,0", "argument --sizes: must be whole numbers"),
+        ("--sizes", "2.5", "argument --sizes: must be whole numbers"),
+        ("--eps", "1,-1", "argument --eps: must be positive numbers"),
+        ("--relation", "swap", "argument --relation: must be one of"),
+        ("--budget", "soon", "argument --budget: must be OUTPUTS, SECONDS"),
+        ("--budget", "5m,6m", "argument --budget: gives seconds twice"),
+    ],
+)
+def test_the_command_refuses_each_bad_pin_in_one_line_before_any_work(
+    tmp_path, capsys, option, value, says
+):
+    from dpaudit.cli import main
+
+    out = tmp_path / "out"
+    assert main(["library", "opendp", "-o", str(out), option, value]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"dpaudit: error: {says}") and "\n" not in err
+    assert not out.exists()
+
+
+def test_the_command_refuses_a_budget_too_small_for_the_confirmations(tmp_path, capsys):
+    pytest.importorskip("opendp")
+    from dpaudit.cli import main
+
+    assert main(["library", "opendp", "-o", str(tmp_path / "out"), "--budget", "1000"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "raise the budget (--budget)" in err and "\n" not in err
+
+
+def test_the_command_searches_the_pinned_setting_and_shows_it(tmp_path, capsys):
+    pytest.importorskip("diffprivlib")
+    from dpaudit.cli import main
+
+    argv = [
+        "library",
+        "diffprivlib",
+        "-o",
+        str(tmp_path / "out"),
+        "--function",
+        "tools.sum(epsilon=1, bounds=(0, 1))",
+        "--relation",
+        "replace_one",
+        "--bounds",
+        "1073741824,1073741825",
+        "--sizes",
+        "100",
+        "--eps",
+        "2",
+        "--trials",
+        "300",
+        "--quick",
+    ]
+    main(argv)
+    captured = capsys.readouterr()
+    assert "4 audits" in captured.err  # boundary, rounding, special, random; overflow has none
+    assert "bounds [2^30, 2^30 + 1], 100 float64 records, eps = 2" in captured.out
+    assert "| add_remove" not in captured.out
