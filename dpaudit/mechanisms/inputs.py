@@ -216,8 +216,9 @@ class InputSpace:
         The summation the function uses (e.g. ``numpy.sum``) for the ``rounding`` generator.
     records_per_output:
         What one output costs, in records: an output on ``n`` records costs as much as
-        ``1 + n / records_per_output`` outputs on none (:meth:`weight`), so budgets count a call
-        on a million records as more than one on ten.
+        ``max(1, n / records_per_output)`` outputs on few (:meth:`weight`; below that many
+        records a call costs what calling costs), so budgets count a call on a million records
+        as more than one on ten.
 
     Every axis left empty holds the default's value only.
     """
@@ -258,8 +259,8 @@ class InputSpace:
             raise ValueError("the rounding generator needs accumulate, the function's summation")
 
     def weight(self, setting: Setting) -> float:
-        """The cost of one output at ``setting``, in outputs on no records."""
-        return 1.0 + setting.size / self.records_per_output
+        """The cost of one output at ``setting``, in outputs on few records."""
+        return max(1.0, setting.size / self.records_per_output)
 
     def _bounds(self) -> list[tuple[float, float]]:
         """Every bounds pair of the space, the default's first (before any dtype filter)."""

@@ -101,7 +101,7 @@ def test_candidates_cover_each_generator_over_the_settings_and_are_made_on_deman
             pair = c.pair()
             assert isinstance(pair, NeighbouringPair) and pair.relation == "replace_one"
             assert c.generator == generator and c.relation == "replace_one"
-            assert c.weight == 1.0 + c.setting.size / 100.0
+            assert c.weight == max(1.0, c.setting.size / 100.0)
             assert pair.d.shape == pair.d_prime.shape
             if c.setting.integer:
                 assert pair.d.dtype.kind == "i"
