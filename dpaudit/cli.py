@@ -332,8 +332,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--budget",
         type=_budget,
         metavar="OUTPUTS|SECONDS",
-        help="what the whole search may spend: outputs (2e6), seconds (600s, 20m, 1h) or both "
-        "(2e6,20m); default 25m",
+        help="what the whole search may spend: outputs weighted by their cost (2e6), seconds "
+        "(600s, 20m, 1h) or both (2e6,20m); default 120,000 outputs a row and 25m in all",
     )
     library.add_argument("--seed", type=int, default=0, help="root seed")
     library.add_argument(

@@ -559,7 +559,6 @@ def search_inputs(
     first_error: BaseException | None = None
     spent = 0.0
     reserve = 0.0
-    screened_outputs = 0.0
     stopped = ""
     for i, c in enumerate(cands if len(cands) > 1 else []):  # a lone candidate: no choice
         elapsed = time.perf_counter() - start
@@ -590,7 +589,6 @@ def search_inputs(
             spent += cost
             continue
         spent += cost
-        screened_outputs += cost
         reserve = held
         eps[i] = result.epsilon_lower_bound(delta)
         if claim is None:
@@ -613,7 +611,7 @@ def search_inputs(
     claims: list[TradeoffCurve | None] = []
     kept: list[int] = []
     cut = []
-    rate = screen_seconds / screened_outputs if screened_outputs else 0.0
+    rate = screen_seconds / spent if spent else 0.0  # seconds per weighted output
     for j, i in enumerate(chosen):
         t = confirm_trials_for(trials, weights[i])
         if budget.seconds is not None and rate > 0:

@@ -189,7 +189,8 @@ def _setting_or_none(**values: Any) -> Setting | None:
 
 @dataclass(frozen=True)
 class InputSpace:
-    """What a function accepts: the axes a search enumerates, declared beside its claim.
+    """What a function accepts: the axes a search enumerates, declared beside its claim. Every
+    axis left empty holds the default's value only.
 
     Parameters
     ----------
@@ -219,8 +220,6 @@ class InputSpace:
         ``max(1, n / records_per_output)`` outputs on few (:meth:`weight`; below that many
         records a call costs what calling costs), so budgets count a call on a million records
         as more than one on ten.
-
-    Every axis left empty holds the default's value only.
     """
 
     default: Setting = field(default_factory=Setting)

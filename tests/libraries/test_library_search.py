@@ -190,7 +190,7 @@ def test_searching_batteries_of_correct_functions_refute_within_their_family_wis
     # confidence 0.95 with its own seed. A battery is refuted with probability at most 0.05 (the
     # screen spends none of the level, the confirmations share it by Bonferroni), so the number
     # of refuted batteries is at most Binomial(100, 0.05) in distribution: more than 12 happens
-    # with probability 0.0016 (the false-failure probability of this test).
+    # with probability 0.0015 (the false-failure probability of this test).
     assert stats.binom.sf(12, 100, 0.05) < 0.002
     library = reference_library()
     refuted = sum(
