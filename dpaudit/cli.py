@@ -61,7 +61,7 @@ from dpaudit._core.validation import check_n_jobs, check_writable_directory
 from dpaudit.audit import backends
 from dpaudit.audit.device import check_support
 from dpaudit.audit.limits import check_output_size, check_trials
-from dpaudit.mechanisms.base import METHOD_KINDS
+from dpaudit.mechanisms.base import METHOD_KINDS, RELATIONS
 from dpaudit.mechanisms.blackbox import BlackBox
 from dpaudit.reports.text import claim_label
 
@@ -129,6 +129,72 @@ def _parse_param(text: str) -> tuple[str, Any]:
         return key, value.strip()
     except RecursionError:
         raise ValueError(f"--param {key}: the value is nested too deeply") from None
+
+
+def _relation(text: str) -> str:
+    """``--relation``: one of the neighbouring relations."""
+    if text not in RELATIONS:
+        raise argparse.ArgumentTypeError(f"must be one of {', '.join(RELATIONS)}, got {text!r}")
+    return text
+
+
+def _number(text: str) -> float | int:
+    """A number of the command line: an integer when it is written as one (exact beyond
+    ``2**53``), else a float."""
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
+
+
+def _bounds(text: str) -> tuple[float, float]:
+    """``--bounds LOWER,UPPER``: two finite numbers, lower below upper."""
+    parts = text.split(",")
+    try:
+        lower, upper = (_number(p.strip()) for p in parts) if len(parts) == 2 else (0, 0)
+    except ValueError:
+        lower = upper = 0
+    if not (len(parts) == 2 and math.isfinite(lower) and math.isfinite(upper) and lower < upper):
+        raise argparse.ArgumentTypeError(
+            f"must be LOWER,UPPER, two finite numbers with lower < upper, got {text!r}"
+        )
+    return lower, upper
+
+
+def _numbers(text: str, what: str) -> list[float | int]:
+    try:
+        values = [_number(p.strip()) for p in text.split(",")]
+    except ValueError:
+        values = []
+    if not values or not all(math.isfinite(v) and v > 0 for v in values):
+        raise argparse.ArgumentTypeError(f"must be {what}, comma-separated, got {text!r}")
+    return values
+
+
+def _sizes(text: str) -> list[int]:
+    """``--sizes N[,N...]``: whole numbers of records, 1 to ``MAX_SIZE``."""
+    from dpaudit.libraries.battery import MAX_SIZE
+
+    what = f"whole numbers of records from 1 to {MAX_SIZE:.0e}"
+    values = _numbers(text, what)
+    if not all(float(v).is_integer() and v <= MAX_SIZE for v in values):
+        raise argparse.ArgumentTypeError(f"must be {what}, comma-separated, got {text!r}")
+    return [int(v) for v in values]
+
+
+def _epsilons(text: str) -> list[float]:
+    """``--eps EPS[,EPS...]``: positive finite numbers."""
+    return [float(v) for v in _numbers(text, "positive numbers")]
+
+
+def _budget(text: str) -> Any:
+    """``--budget``: a :class:`~dpaudit.audit.pair_search.SearchBudget` in words."""
+    from dpaudit.audit.pair_search import SearchBudget
+
+    try:
+        return SearchBudget.parse(text, "it")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("it ")) from None
 
 
 def _add_overrides(p: argparse.ArgumentParser) -> None:
@@ -240,6 +306,41 @@ def build_parser() -> argparse.ArgumentParser:
         dest="functions",
         metavar="NAME",
         help="audit only this function (repeatable; names as in the table)",
+    )
+    library.add_argument(
+        "--relation",
+        action="append",
+        dest="relations",
+        type=_relation,
+        metavar="RELATION",
+        help="audit only this neighbouring relation: replace_one or add_remove (repeatable)",
+    )
+    library.add_argument(
+        "--bounds",
+        action="append",
+        type=_bounds,
+        metavar="LOWER,UPPER",
+        help="search only these bounds (repeatable; functions without bounds keep their own)",
+    )
+    library.add_argument(
+        "--sizes",
+        type=_sizes,
+        metavar="N[,N...]",
+        help="search only these dataset sizes (records)",
+    )
+    library.add_argument(
+        "--eps",
+        type=_epsilons,
+        dest="epsilons",
+        metavar="EPS[,EPS...]",
+        help="search only these epsilon values",
+    )
+    library.add_argument(
+        "--budget",
+        type=_budget,
+        metavar="OUTPUTS|SECONDS",
+        help="what the whole search may spend: outputs weighted by their cost (2e6), seconds "
+        "(600s, 20m, 1h) or both (2e6,20m); default 120,000 outputs a row and 25m in all",
     )
     library.add_argument("--seed", type=int, default=0, help="root seed")
     library.add_argument(
@@ -557,6 +658,11 @@ def _cmd_library(args: argparse.Namespace) -> Verdicts:
         trials=args.trials,
         quick=args.quick,
         functions=args.functions,
+        relations=args.relations,
+        bounds=args.bounds,
+        sizes=args.sizes,
+        epsilons=args.epsilons,
+        budget=args.budget,
         confidence=args.confidence,
         seed=args.seed,
         until_decided=args.until_decided,
@@ -564,7 +670,8 @@ def _cmd_library(args: argparse.Namespace) -> Verdicts:
     lib = plan.library
     seeded = "" if lib.seeded else f"; {lib.name} cannot be seeded, so reruns are not identical"
     print(
-        f"{lib.name} {lib.version()}: {len(plan.rows)} audits, {lib.cost(plan.draws)}{seeded}",
+        f"{lib.name} {lib.version()}: {len(plan.rows)} audits, {lib.cost(plan.draws)}, "
+        f"budget {plan.budget.describe()}{seeded}",
         file=sys.stderr,
     )
     progress = None if args.quiet else (lambda line: print(line, file=sys.stderr))

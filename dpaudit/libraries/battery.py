@@ -1,19 +1,27 @@
-"""The battery: every covered function of a library, on every relation and pair generator.
+"""The battery: every covered function of a library, searched over what it accepts.
 
 A :class:`Library` lists its :class:`Function` entries. Each function knows how to call the
 library (a release function ``fn(dataset, size, rng)`` built once per audit), the library's own
 claim for each neighbouring relation it could mean (:class:`Claimed`, in the library's own
-privacy measure), and its candidate pairs, grouped by generator
-(:mod:`dpaudit.mechanisms.pairs`). :func:`plan` lays out one :class:`Row` per
-``(function, relation, generator)``; :func:`run` audits every row.
+privacy measure), its candidate pairs at its default setting, grouped by generator
+(:mod:`dpaudit.mechanisms.pairs`), and, where the library module declares it, its **input
+space** (:class:`~dpaudit.mechanisms.inputs.InputSpace`: the bounds, sizes, dtypes, ``epsilon``
+and special values it accepts) with ``at(setting)``, the function at another setting.
+:func:`plan` lays out one :class:`Row` per ``(function, relation, generator)``; a row's
+candidates are the generator's pairs over every setting of the space
+(:func:`~dpaudit.mechanisms.pairs.space_candidates`), or its pairs at the default setting for a
+function without a space. :func:`run` audits every row with
+:func:`dpaudit.audit.pair_search.search_inputs`: a screen of many candidates with few outputs
+each, then the best confirmed on fresh outputs.
 
 Statistics. A battery of ``K`` rows makes ``K`` claims, and refuting any of them is what the
-battery reports, so every row's audit runs at confidence ``1 - gamma / K`` (Bonferroni): the
+battery reports, so every row runs at confidence ``1 - gamma / K`` (Bonferroni): the
 probability that *some* row of a battery of correct functions is called "violated" is at most
-``gamma = 1 - confidence``. Inside a row, the verdict is the engine's
-(:meth:`dpaudit.audit.result.AuditResult.verdict`), with its own split of the row's level over
-its tests. A row with several candidate pairs chooses one by pilot audits on independent streams
-(:func:`dpaudit.audit.pair_search.search_pairs`), which keeps the final bound valid.
+``gamma = 1 - confidence``. Inside a row, the screen spends none of that level (its numbers are
+only a ranking); each of the at most ``finalists`` confirmed candidates is audited on fresh
+outputs at ``1 - gamma / (K * finalists)``, and the row is violated when one of them is (its
+verdict is the engine's, :meth:`dpaudit.audit.result.AuditResult.verdict`, with its own split of
+that level over its tests).
 
 Which claims are refuted. A function that states its relation (or states a claim for each
 relation, as OpenDP's input metrics do) is refuted when one of its rows is. A library that is
@@ -24,18 +32,21 @@ function is refuted). Each of these conclusions needs a row refuted under a rela
 could mean, so the battery's family-wise level covers them all (:meth:`Battery.findings`). A row
 refuted only under an assumed relation is shown, and not counted as a refutation on its own.
 
-Cost. An audit with ``T`` trials and ``S = T // 2`` selection trials draws at most
+Cost. The battery's :class:`~dpaudit.audit.pair_search.SearchBudget` (outputs, each weighted by
+what it costs at its setting, and seconds) is shared equally by its rows. An audit with ``T``
+trials and ``S = T // 2`` selection trials draws at most
 ``2 * (T + S + max(4, floor((T + S) / 2))) + 2`` outputs
-(:func:`dpaudit.audit.engine.most_outputs`: :data:`dpaudit.audit.engine.OVERHEAD` and the shape
-probe); a pilot of ``P`` trials likewise with ``P // 2`` selection trials (a pilot only ranks
-the candidates). :attr:`Plan.draws` adds these up before anything runs. Rows are independent
-audits with their own seeds, so :func:`run` may audit several at once (``n_jobs``) with
-results identical to one at a time (for a seeded library).
+(:func:`dpaudit.audit.engine.most_outputs`); :attr:`Plan.draws` adds up, before anything runs,
+the most a row's screen and confirmations can draw. Rows are independent audits with their own
+seeds, so :func:`run` may audit several at once (``n_jobs``) with results identical to one at a
+time (for a seeded library, and a seconds budget that does not bind).
 """
 
 from __future__ import annotations
 
 import importlib
+import itertools
+import math
 import re
 import time
 import warnings
@@ -46,24 +57,24 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from joblib import Parallel, delayed
+from joblib import Parallel, delayed, effective_n_jobs
 
 from dpaudit._core.numbers import format_number
 from dpaudit._core.provenance import versions
-from dpaudit._core.validation import check_integer, check_n_jobs, check_probability
-from dpaudit.audit.engine import (
-    FIRST_PHASE_TRIALS,
-    audit_mechanism,
-    audit_sequential,
-    most_outputs,
-    phase_trials,
+from dpaudit._core.validation import (
+    check_integer,
+    check_n_jobs,
+    check_positive,
+    check_probability,
 )
+from dpaudit.audit.engine import FIRST_PHASE_TRIALS, audit_sequential, most_outputs, phase_trials
 from dpaudit.audit.limits import check_trials
-from dpaudit.audit.pair_search import search_pairs
+from dpaudit.audit.pair_search import SearchBudget, search_cost, search_inputs
 from dpaudit.bounds.tradeoff import TradeoffCurve
-from dpaudit.mechanisms.base import NeighbouringPair
+from dpaudit.mechanisms.base import RELATIONS, NeighbouringPair
 from dpaudit.mechanisms.blackbox import BlackBox, describe_outputs
-from dpaudit.mechanisms.pairs import subsample
+from dpaudit.mechanisms.inputs import Candidate, InputSpace, Setting, shown_number
+from dpaudit.mechanisms.pairs import space_candidates, subsample
 from dpaudit.reports.records import build_record, results_document
 from dpaudit.reports.writer import write
 
@@ -116,6 +127,12 @@ class Function:
     stated:
         Whether the library states which relation it means (``False``: it is silent, and every
         relation in ``claims`` is tried).
+    space:
+        What the function accepts (:class:`~dpaudit.mechanisms.inputs.InputSpace`), searched by
+        the battery; ``None``: only the pairs of ``pairs``, at the function's own setting.
+    at:
+        ``at(setting) -> Function``: the function at another setting of ``space`` (its
+        ``release`` and ``claims`` there); given with ``space`` and only with it.
     """
 
     name: str
@@ -123,6 +140,12 @@ class Function:
     claims: Mapping[str, Claimed]
     pairs: Callable[[str], Mapping[str, Sequence[NeighbouringPair]]]
     stated: bool = True
+    space: InputSpace | None = None
+    at: Callable[[Setting], Function] | None = None
+
+    def __post_init__(self) -> None:
+        if (self.space is None) != (self.at is None):
+            raise ValueError(f"function {self.name!r}: space and at are given together or not")
 
 
 @dataclass(frozen=True)
@@ -168,12 +191,13 @@ class Library:
 
 @dataclass(frozen=True)
 class Row:
-    """One audit of the battery: a function, a relation, a generator and its candidates."""
+    """One search of the battery: a function, a relation, a generator and its candidates (a
+    setting of the function and a pair each; made on demand)."""
 
     function: Function
     relation: str
     generator: str
-    candidates: tuple[NeighbouringPair, ...]
+    candidates: tuple[Candidate, ...]
 
     @property
     def claim(self) -> Claimed:
@@ -197,6 +221,17 @@ def _selection(trials: int) -> int:
     return max(trials // 2, 2)
 
 
+#: The battery's default budget, for each of its rows: weighted outputs (enough for two
+#: confirmations of 10,000 trials and a screen of the rest), and seconds for the whole library,
+#: shared equally by its rows. The outputs bind first on a machine of ordinary speed, so the
+#: default run does not depend on how fast the machine is.
+DEFAULT_ROW_OUTPUTS = 120_000
+DEFAULT_SECONDS = 25 * 60
+
+#: Most candidates of a row (the first of its generator's, in the order of the settings).
+DEFAULT_CANDIDATES = 32
+
+
 @dataclass(frozen=True)
 class Plan:
     """The rows of a battery and its settings, laid out before anything runs."""
@@ -204,30 +239,79 @@ class Plan:
     library: Library
     rows: tuple[Row, ...]
     trials: int
-    pilot_trials: int
+    screen_trials: int
+    finalists: int
     confidence: float
     seed: int
+    budget: SearchBudget = SearchBudget(seconds=DEFAULT_SECONDS)
     until_decided: bool = False
 
     @property
     def row_confidence(self) -> float:
-        """Confidence of each row's audit: ``1 - gamma / K`` over the ``K`` rows."""
+        """Confidence of each row: ``1 - gamma / K`` over the ``K`` rows (each confirmation of
+        a row runs at ``1 - gamma / (K * finalists)``)."""
         return 1.0 - (1.0 - self.confidence) / max(len(self.rows), 1)
 
+    def row_finalists(self, row: Row) -> int:
+        """How many of ``row``'s candidates may be confirmed."""
+        return min(self.finalists, len(row.candidates))
+
+    def row_budget(self, workers: int = 1) -> SearchBudget:
+        """Each row's share of :attr:`budget` when ``workers`` rows run at once."""
+        return self.budget.share(max(len(self.rows), 1), max(1, min(workers, len(self.rows))))
+
     def row_draws(self, row: Row) -> int:
-        """The most outputs ``row`` draws from the library (pilots included; run until
-        decided, every phase of every candidate)."""
+        """The most outputs ``row`` draws from the library (its screen and confirmations; run
+        until decided, every phase of every candidate)."""
         if self.until_decided:
             phases = phase_trials(min(FIRST_PHASE_TRIALS, self.trials), 4, self.trials)
-            most = sum(audit_draws(t, max(t // 4, 2)) for t in phases)
-            return len(row.candidates) * most
-        pilots = len(row.candidates) * audit_draws(self.pilot_trials)
-        return audit_draws(self.trials) + (pilots if len(row.candidates) > 1 else 0)
+            return len(row.candidates) * sum(most_outputs(t, max(t // 4, 2)) for t in phases)
+        weights = [c.weight for c in row.candidates]
+        drawn = search_cost(weights, self.trials, self.screen_trials, self.row_finalists(row))[2]
+        limit = self.row_budget().outputs
+        return drawn if limit is None else min(drawn, int(limit))
 
     @property
     def draws(self) -> int:
         """The most outputs the whole battery draws from the library."""
         return sum(self.row_draws(r) for r in self.rows)
+
+
+def _pinned(space: InputSpace | None, pins: Mapping[str, Any]) -> tuple[InputSpace | None, bool]:
+    """``space`` with ``pins`` (bounds, sizes, epsilons, relations) applied, and whether the
+    function keeps any setting under them."""
+    if space is None or not pins:
+        return space, True
+    pinned = space.pinned(**pins)
+    return pinned, pinned is not None
+
+
+def _row_candidates(
+    function: Function,
+    space: InputSpace | None,
+    relation: str,
+    most: int,
+    seed: int,
+) -> dict[str, list[Candidate]]:
+    """A function's candidates under ``relation``, by generator: over its space where it has
+    one (the generators the space does not run keep their pairs at the default setting), at
+    most ``most`` each."""
+    out: dict[str, list[Candidate]] = {}
+    searched = space_candidates(space, relation, seed=seed) if space is not None else {}
+    given = function.pairs(relation)
+    for generator in dict.fromkeys([*given, *searched]):
+        if space is not None and generator in space.generators:
+            chosen = searched.get(generator, [])[:most]
+        else:
+            pairs = list(given.get(generator, []))
+            chosen = (
+                [Candidate.given(p, generator) for p in subsample(pairs, most, seed=seed)]
+                if pairs
+                else []
+            )
+        if chosen:
+            out[generator] = chosen
+    return out
 
 
 def plan(
@@ -236,7 +320,14 @@ def plan(
     trials: int = 10_000,
     quick: bool = False,
     functions: Sequence[str] | None = None,
-    budget: int | None = None,
+    relations: Sequence[str] | None = None,
+    bounds: Sequence[tuple[float, float]] | None = None,
+    sizes: Sequence[int] | None = None,
+    epsilons: Sequence[float] | None = None,
+    candidates: int | None = None,
+    budget: SearchBudget | str | None = None,
+    finalists: int = 2,
+    screen_trials: int = 64,
     confidence: float = 0.95,
     seed: int = 0,
     until_decided: bool = False,
@@ -248,29 +339,56 @@ def plan(
     library:
         The library (:func:`dpaudit.libraries.library`).
     trials:
-        Evaluation trials per dataset of each row's final audit.
+        Evaluation trials per dataset of each confirmation (fewer for costly candidates:
+        :func:`~dpaudit.audit.pair_search.search_inputs`).
     quick:
-        At most one candidate pair per row (no pilots) instead of ``budget``.
+        One candidate per row, at the default setting, confirmed without a screen.
     functions:
         Names of the functions to audit (default: all); an unknown name is refused.
+    relations:
+        Audit only these neighbouring relations.
+    bounds, sizes, epsilons:
+        Pin these axes of every input space to the values given (``(lower, upper)`` pairs,
+        record counts, ``epsilon`` values); functions without the axis keep their own setting,
+        and a function that accepts none of the pinned bounds is left out.
+    candidates:
+        Most candidates per row (default :data:`DEFAULT_CANDIDATES`, 1 with ``quick``).
     budget:
-        Most candidate pairs per row, subsampled from the generator's (default 4, or 1 with
-        ``quick``); pilots of ``max(trials // 8, 200)`` trials (at most ``trials``) choose
-        among them.
+        The battery's :class:`~dpaudit.audit.pair_search.SearchBudget` (or its words, e.g.
+        ``"2e6,20m"``), shared equally by the rows (default: :data:`DEFAULT_ROW_OUTPUTS` weighted
+        outputs a row and :data:`DEFAULT_SECONDS` in all).
+    finalists:
+        Most candidates of a row confirmed.
+    screen_trials:
+        Trials per dataset of each screen audit (fewer for costly candidates).
     confidence:
         Family-wise confidence of the battery's verdicts.
     seed:
-        Root seed of the audits and of the subsampling.
+        Root seed of the audits and of the candidates.
     until_decided:
-        Audit each row sequentially (:func:`~dpaudit.audit.engine.audit_sequential`, all its
-        candidates together, no pilots) and stop it as soon as the evidence decides; ``trials``
-        is then the cap (the last phase's trials per dataset).
+        Test each row's candidates at the function's default setting (no search) together and
+        sequentially (:func:`~dpaudit.audit.engine.audit_sequential`), stopping each row as soon
+        as it is decided; ``trials`` is then the cap (the last phase's trials per dataset).
     """
     library.require()
     trials = check_trials("trials", trials, minimum=2)
+    screen_trials = check_trials("screen_trials", screen_trials, minimum=2)
     confidence = check_probability("confidence", confidence, low_open=True, high_open=True)
     seed = check_integer("seed", seed, minimum=0)
-    budget = check_integer("budget", budget if budget is not None else 1 if quick else 4)
+    finalists = check_integer("finalists", finalists)
+    most = check_integer(
+        "candidates", candidates if candidates is not None else 1 if quick else DEFAULT_CANDIDATES
+    )
+    if isinstance(budget, str):
+        budget = SearchBudget.parse(budget)
+    elif budget is not None and not isinstance(budget, SearchBudget):
+        raise ValueError(f"budget must be a SearchBudget or its words, got {budget!r}")
+    pins = _checked_pins(relations, bounds, sizes, epsilons)
+    if until_decided and set(pins) - {"relations"}:
+        raise ValueError(
+            "until_decided tests each function at its default setting; pinning bounds, sizes "
+            "or epsilons needs the search (leave until_decided off)"
+        )
     covered = library.functions()
     if functions is not None:
         if isinstance(functions, str) or not all(isinstance(f, str) for f in functions):
@@ -284,14 +402,95 @@ def plan(
             )
         covered = [f for f in covered if f.name in functions]
     rows = []
+    space_pins = {k: v for k, v in pins.items() if k != "relations"}
     for function in covered:
+        space, kept = _pinned(function.space, space_pins)
+        if not kept:
+            continue
+        if until_decided:
+            space = None  # its pairs at the default setting
         for relation in function.claims:
-            for generator, candidates in function.pairs(relation).items():
-                chosen = subsample(candidates, budget, seed=seed) if candidates else []
-                if chosen:
-                    rows.append(Row(function, relation, generator, tuple(chosen)))
-    pilot_trials = min(trials, max(trials // 8, 200))
-    return Plan(library, tuple(rows), trials, pilot_trials, confidence, seed, bool(until_decided))
+            if relations is not None and relation not in relations:
+                continue
+            found = _row_candidates(function, space, relation, most, seed)
+            for generator, chosen in found.items():
+                rows.append(Row(function, relation, generator, tuple(chosen)))
+    if not rows:
+        raise ValueError(
+            f"nothing to audit: no function of {library.name} takes the settings pinned "
+            f"({', '.join(f'{k}={v}' for k, v in pins.items())})"
+        )
+    if budget is None:
+        budget = SearchBudget(DEFAULT_ROW_OUTPUTS * len(rows), DEFAULT_SECONDS)
+    laid_out = Plan(
+        library,
+        tuple(rows),
+        trials,
+        screen_trials,
+        finalists,
+        confidence,
+        seed,
+        budget,
+        bool(until_decided),
+    )
+    if not until_decided:
+        _check_budget(laid_out)
+    return laid_out
+
+
+def _checked_pins(
+    relations: Sequence[str] | None,
+    bounds: Sequence[tuple[float, float]] | None,
+    sizes: Sequence[int] | None,
+    epsilons: Sequence[float] | None,
+) -> dict[str, Any]:
+    """The pins, checked: each a non-empty list of valid values (``ValueError`` naming it)."""
+    pins: dict[str, Any] = {}
+    for name, values in (
+        ("relations", relations),
+        ("bounds", bounds),
+        ("sizes", sizes),
+        ("epsilons", epsilons),
+    ):
+        if values is None:
+            continue
+        if isinstance(values, str) or not isinstance(values, Sequence) or not values:
+            raise ValueError(f"{name} must be a non-empty list, got {values!r}")
+        pins[name] = list(values)
+    for relation in pins.get("relations", []):
+        if relation not in RELATIONS:
+            raise ValueError(f"relations must be among {', '.join(RELATIONS)}; got {relation!r}")
+    for b in pins.get("bounds", []):
+        Setting(bounds=tuple(b))  # type: ignore[arg-type]
+    for n in pins.get("sizes", []):
+        check_integer("sizes", n, minimum=1, maximum=MAX_SIZE)
+    for eps in pins.get("epsilons", []):
+        check_positive("epsilons", eps)
+    return pins
+
+
+#: Largest dataset size a battery may be pinned to.
+MAX_SIZE = 10**7
+
+
+def _check_budget(laid_out: Plan) -> None:
+    """``ValueError`` when a row's share of the budget cannot pay for its confirmations."""
+    share = laid_out.row_budget().outputs
+    if share is None:
+        return
+    for row in laid_out.rows:
+        weights = [c.weight for c in row.candidates]
+        least = min(
+            search_cost([w], laid_out.trials, laid_out.screen_trials, 1)[1] for w in weights
+        )
+        need = least * laid_out.row_finalists(row)
+        if need > share:
+            raise ValueError(
+                f"budget of {laid_out.budget.outputs:,.0f} outputs gives each of the "
+                f"{len(laid_out.rows)} rows {share:,.0f}, less than the {need:,.0f} the "
+                f"confirmations of {row.name} need; raise the budget (--budget) or lower "
+                "--trials"
+            )
 
 
 @dataclass
@@ -379,8 +578,9 @@ class Battery:
         return pd.DataFrame(self.table)
 
     def markdown(self) -> str:
-        """The summary table in Markdown: function, relation, pair generator, claim, certified
-        ``eps`` lower bound at the claim's ``delta`` against the claim's ``eps``, verdict, time."""
+        """The summary table in Markdown: function, relation, pair generator and the setting the
+        search found, claim, certified ``eps`` lower bound at the claim's ``delta`` against the
+        claim's ``eps``, verdict, time."""
         lines = [
             "| function | relation | pairs | claim | eps >= (at delta) | claimed eps | verdict "
             "| s |",
@@ -389,8 +589,9 @@ class Battery:
         for r in self.table:
             relation = r["relation"] + ("" if r["relation_stated"] else " (assumed)")
             verdict = r["verdict"] if "error" not in r else f"error: {r['error'][:160]}"
+            pairs = r["generator"] + (f" at {r['setting']}" if r.get("setting") else "")
             lines.append(
-                f"| `{r['function']}` | {relation} | {r['generator']} | {r['claim']} | "
+                f"| `{r['function']}` | {relation} | {pairs} | {r['claim']} | "
                 f"{format_number(r['epsilon_lower_bound'])} ({r['delta']:g}) | "
                 f"{format_number(r['claimed_epsilon'])} | {verdict} | {r['seconds']:.1f} |"
             )
@@ -416,72 +617,188 @@ class Battery:
         return write(self.document(), path, title=f"dpaudit: the {self.plan.library.name} battery")
 
 
-def _audit_row(plan: Plan, row: Row, index: int, mechanism: BlackBox) -> Any:
-    """The row's audit: of its one pair, or of the pair its pilots choose."""
-    options = {
-        "trials": plan.trials,
-        "selection_trials": _selection(plan.trials),
-        "seed": plan.seed + 1000 * index,
-        "confidence": plan.row_confidence,
-        "n_jobs": 1,
-    }
-    if plan.until_decided:
-        audit = audit_sequential(
-            mechanism,
-            row.claim.curve,
-            list(row.candidates),
-            level=1.0 - plan.row_confidence,
-            trials=min(FIRST_PHASE_TRIALS, plan.trials),
-            max_trials=plan.trials,
-            seed=options["seed"],
-            deltas=row.claim.deltas,
+#: Records of a dataset a record keeps in full; a longer one is kept as its runs of equal
+#: values (or its size and first records), so ``results.json`` stays small.
+RECORDS_KEPT = 1000
+
+
+def _compact(values: Any) -> Any:
+    """A dataset of ``results.json``: as it is up to :data:`RECORDS_KEPT` records, else in
+    words: its runs of equal values when they are few, else its size and first records."""
+    if not isinstance(values, list) or len(values) <= RECORDS_KEPT:
+        return values
+    runs = [(v, len(list(g))) for v, g in itertools.groupby(values)]
+    if len(runs) <= 8:
+        shown = ", ".join(f"{k:,} x {shown_number(v)}" for v, k in runs)
+        return f"{len(values):,} records: {shown}"
+    head = ", ".join(shown_number(v) for v in values[:5])
+    return f"{len(values):,} records: {head}, ... (not kept: more than {RECORDS_KEPT:,})"
+
+
+def _outputs(release: Release, setting: Setting | None, coded: bool) -> Release:
+    """The library's outputs as the engine takes them. Far from zero (bounds beyond ``2**64``)
+    they are divided by the power of two nearest below the bounds' magnitude, which is exact
+    and keeps the attacks' arithmetic in range; with ``coded``, each value ``v`` becomes two,
+    ``v`` (0 where it is not finite) and a code (0 finite, 1 NaN, 2 ``+inf``, 3 ``-inf``), so
+    NaN and infinite outputs are outputs like any other. Both maps are fixed before any output
+    is drawn, so they are post-processing: a bound on the mapped outputs is a bound on the
+    library's."""
+    scale = 1.0
+    if setting is not None and setting.magnitude > 2.0**64:
+        scale = 2.0 ** -(math.frexp(setting.magnitude)[1] - 1)
+
+    def mapped(dataset: np.ndarray, size: int, rng: np.random.Generator) -> Any:
+        out = release(dataset, size, rng)
+        if scale == 1.0 and not coded:
+            return out
+        values = np.asarray(out, dtype=float).reshape(size, -1) * scale
+        if not coded:
+            return values
+        code = np.select(
+            [np.isnan(values), values == np.inf, values == -np.inf], [1.0, 2.0, 3.0], 0.0
         )
-        return audit.results[audit.pair]
-    if len(row.candidates) == 1:
-        return audit_mechanism(mechanism, row.candidates[0], **options)
-    return search_pairs(
-        mechanism,
-        row.candidates,
-        pilot_trials=plan.pilot_trials,
-        pilot_selection_trials=_selection(plan.pilot_trials),
-        delta=row.claim.deltas[0],
-        **options,
-    ).best
+        return np.hstack([np.where(np.isfinite(values), values, 0.0), code])
+
+    return mapped
 
 
-def _run_row(plan: Plan, index: int, library_version: str) -> tuple[dict[str, Any], float]:
-    """Audit row ``index`` of ``plan``: its report record (an ``"error"`` one when the library's
-    own code raised) and the seconds it took."""
+def _run_row(
+    plan: Plan, index: int, library_version: str, workers: int = 1
+) -> tuple[dict[str, Any], float]:
+    """Search row ``index`` of ``plan``: its report record (an ``"error"`` one when the
+    library's own code raised on every candidate) and the seconds it took."""
     library = plan.library
     row = plan.rows[index]
     start = time.perf_counter()
-    mechanism = BlackBox(
-        row.function.release(),
-        row.claim.curve,
-        vectorised=True,
-        name=row.function.name,
-        calls_per_output=bool(library.one_call_per_output),
-    )
+    built: dict[tuple[Setting | None, bool], tuple[BlackBox, Claimed]] = {}
+
+    def at(candidate: Candidate) -> tuple[BlackBox, Claimed]:
+        key = (candidate.setting, candidate.generator == "special")
+        if key not in built:
+            function = row.function
+            if candidate.setting is not None and function.at is not None:
+                function = function.at(candidate.setting)
+            claimed = function.claims[row.relation]
+            box = BlackBox(
+                _outputs(function.release(), candidate.setting, key[1]),
+                claimed.curve,
+                vectorised=True,
+                name=row.function.name,
+                calls_per_output=bool(library.one_call_per_output),
+            )
+            built[key] = (box, claimed)
+        return built[key]
+
+    def audited(candidate: Candidate) -> tuple[BlackBox, TradeoffCurve]:
+        box, claimed = at(candidate)
+        return box, claimed.curve
+
+    if plan.until_decided:
+        return _decided_row(plan, index, library_version, at(row.candidates[0]), start)
     try:
-        with warnings.catch_warnings():  # the library's own notices, once per call
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            # the library's own notices, once per call, and numpy's on its overflows
             warnings.filterwarnings("ignore", module=re.escape(library.module))
-            result = _audit_row(plan, row, index, mechanism)
+            found = search_inputs(
+                audited,
+                row.candidates,
+                trials=plan.trials,
+                screen_trials=plan.screen_trials,
+                finalists=plan.row_finalists(row),
+                delta=row.claim.deltas[0],
+                confidence=plan.row_confidence,
+                budget=plan.row_budget(workers),
+                seed=plan.seed + 1000 * index,
+                n_jobs=1,
+            )
     except Exception as exc:  # the library's own code failed: a row, not a crash
         message = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
         record: dict[str, Any] = {"name": row.name, "verdict": "error", "error": message}
-    else:
-        record = build_record(
-            result,
-            name=row.name,
-            mechanism=mechanism,
-            claim=row.claim.curve,
-            claim_table=dict(row.claim.table),
-            deltas=row.claim.deltas,
-            description=f"{library.name} {library_version}: {row.function.name}, "
-            f"{row.relation} neighbours, pair from the {row.generator} generator; "
-            f"claim: {row.claim.text}",
+        return record, time.perf_counter() - start
+    candidate = found.candidate
+    box, claimed = at(candidate)
+    setting = "" if candidate.setting is None else f" at {candidate.setting.describe()}"
+    screened = int(np.isfinite(found.screen_epsilon).sum())
+    searched = (
+        f" (the search screened {screened} of {len(found.candidates)} candidates, "
+        f"{len(found.errors)} refused by the library, and confirmed {len(found.finals)})"
+        if len(found.candidates) > 1
+        else ""
+    )
+    record = build_record(
+        found.best,
+        name=row.name,
+        mechanism=box,
+        claim=claimed.curve,
+        claim_table=dict(claimed.table),
+        deltas=claimed.deltas,
+        description=f"{library.name} {library_version}: {row.function.name}, "
+        f"{row.relation} neighbours, pair from the {row.generator} generator{setting}"
+        f"{searched}; claim: {claimed.text}",
+    )
+    record["versions"] = {**record.get("versions", {}), library.package: library_version}
+    pair = record.get("pair") or {}
+    for side in ("d", "d_prime"):
+        if side in pair:
+            pair[side] = _compact(pair[side])
+    record["search"] = {
+        "generator": row.generator,
+        "setting": None if candidate.setting is None else candidate.setting.to_dict(),
+        "setting_text": candidate.setting.describe() if candidate.setting is not None else "",
+        "claim": claimed.text,
+        "claimed_epsilon": float(claimed.curve.epsilon(row.claim.deltas[0])),
+        "candidates": len(found.candidates),
+        "screened": screened,
+        "refused": len(found.errors),
+        "confirmed": len(found.finals),
+        "levels": found.levels,
+        **{k: v for k, v in found.settings.items() if k in ("stopped", "trials_cut_by_seconds")},
+    }
+    return record, time.perf_counter() - start
+
+
+def _decided_row(
+    plan: Plan,
+    index: int,
+    library_version: str,
+    built: tuple[BlackBox, Claimed],
+    start: float,
+) -> tuple[dict[str, Any], float]:
+    """Row ``index`` run until decided: its candidates (all at the default setting, so one
+    release function) tested together by :func:`~dpaudit.audit.engine.audit_sequential` at the
+    row's level."""
+    library, row = plan.library, plan.rows[index]
+    box, claimed = built
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.filterwarnings("ignore", module=re.escape(library.module))
+            audit = audit_sequential(
+                box,
+                claimed.curve,
+                [c.pair() for c in row.candidates],
+                level=1.0 - plan.row_confidence,
+                trials=min(FIRST_PHASE_TRIALS, plan.trials),
+                max_trials=plan.trials,
+                seed=plan.seed + 1000 * index,
+                deltas=claimed.deltas,
+            )
+    except Exception as exc:  # the library's own code failed: a row, not a crash
+        message = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+        return {"name": row.name, "verdict": "error", "error": message}, (
+            time.perf_counter() - start
         )
-        record["versions"] = {**record.get("versions", {}), library.package: library_version}
+    record = build_record(
+        audit.results[audit.pair],
+        name=row.name,
+        mechanism=box,
+        claim=claimed.curve,
+        claim_table=dict(claimed.table),
+        deltas=claimed.deltas,
+        description=f"{library.name} {library_version}: {row.function.name}, "
+        f"{row.relation} neighbours, pairs from the {row.generator} generator, run until "
+        f"decided; claim: {claimed.text}",
+    )
+    record["versions"] = {**record.get("versions", {}), library.package: library_version}
     return record, time.perf_counter() - start
 
 
@@ -490,24 +807,28 @@ def _table_row(row: Row, record: Mapping[str, Any], seconds: float) -> dict[str,
     bound = record.get("epsilon_lower_bounds", {})
     certified = next(iter(bound.values()), None) if bound else None
     pair = record.get("pair", {}) or {}
+    search = record.get("search", {})
     return {
         "function": row.function.name,
         "relation": row.relation,
         "relation_stated": row.function.stated,
         "generator": row.generator,
+        "setting": search.get("setting_text", ""),
         "pair": pair.get("description", ""),
-        "claim": row.claim.text,
-        "claimed_epsilon": float(row.claim.curve.epsilon(delta)),
+        "claim": search.get("claim", row.claim.text),
+        "claimed_epsilon": search.get("claimed_epsilon", float(row.claim.curve.epsilon(delta))),
         "delta": delta,
         "epsilon_lower_bound": certified,
         "verdict": record["verdict"],
+        "candidates": search.get("candidates", len(row.candidates)),
+        "screened": search.get("screened", 0),
         "seconds": round(seconds, 2),
         **_stop(record),
     }
 
 
 def _stop(record: Mapping[str, Any]) -> dict[str, Any]:
-    """When and why a row run until decided stopped (nothing for a row of fixed size)."""
+    """When and why a row run until decided stopped (nothing for a searched row)."""
     sequential = record.get("sequential")
     if not sequential:
         return {}
@@ -525,13 +846,14 @@ def run(plan: Plan, *, progress: Callable[[str], None] | None = None, n_jobs: in
     library = plan.library
     library_version = library.version()
     indices = range(len(plan.rows))
+    workers = min(effective_n_jobs(n_jobs), len(plan.rows))
     if n_jobs == 1 or len(plan.rows) < 2:
         results: Iterable[tuple[dict[str, Any], float]] = (
             _run_row(plan, i, library_version) for i in indices
         )
     else:
         parallel = Parallel(n_jobs=n_jobs, return_as="generator")
-        results = parallel(delayed(_run_row)(plan, i, library_version) for i in indices)
+        results = parallel(delayed(_run_row)(plan, i, library_version, workers) for i in indices)
     records: list[dict[str, Any]] = []
     table: list[dict[str, Any]] = []
     for row, (record, seconds) in zip(plan.rows, results, strict=True):
@@ -551,7 +873,9 @@ def run(plan: Plan, *, progress: Callable[[str], None] | None = None, n_jobs: in
         "versions": {**versions(), library.package: library_version},
         "seeded": library.seeded,
         "trials": plan.trials,
-        "pilot_trials": plan.pilot_trials,
+        "screen_trials": plan.screen_trials,
+        "finalists": plan.finalists,
+        "budget": {"outputs": plan.budget.outputs, "seconds": plan.budget.seconds},
         "confidence": plan.confidence,
         "row_confidence": plan.row_confidence,
         "seed": plan.seed,

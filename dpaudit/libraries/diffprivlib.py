@@ -17,9 +17,16 @@ by at most ``sensitivity`` (every answer pattern of
 tools compute their sensitivity from ``bounds`` without saying which neighbours they mean, so
 both relations are tried (the library is silent).
 
-Pairs. The tools see ``n = 10`` records in ``bounds = (0, 1)``: boundary pairs, random pairs, the
-rounding search on ``numpy.sum`` for the sums and means, and overflow pairs for the integer sum
-(bounds ``(0, 2**61)``, int64 accumulator).
+Input spaces. Each tool and each noise mechanism that takes a value declares what it accepts
+(:class:`~dpaudit.mechanisms.inputs.InputSpace`, searched by the battery): bounds at offsets
+from zero to ``2**1000`` (both signs) and widths from 1 and ``2**20`` down to 4 ulps of the
+offset, datasets of 1 to a million records (a thousand for the median and quantile, whose cost
+grows faster), float and integer records, ``epsilon`` from 0.1 to 5, and the special records the
+tools accept without an error (NaN, the infinities, ``-0.0``, subnormals, values outside the
+bounds). The default setting, the one audited without a search, is ``n = 10`` records in
+``bounds = (0, 1)``, ``epsilon = 1`` (bounds ``(0, 2**61)`` and an int64 accumulator for the
+integer sum). The generators: records at the bounds, random records, the rounding search on
+``numpy.sum`` for the sums and means, overflow pairs for integer records, special records.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ import numpy as np
 from dpaudit.bounds.tradeoff import approx_dp
 from dpaudit.libraries.battery import Claimed, Function, Library, Release
 from dpaudit.mechanisms.base import NeighbouringPair
+from dpaudit.mechanisms.inputs import SPECIALS, InputSpace, Setting, powers_of_two
 from dpaudit.mechanisms.pairs import (
     answer_pairs,
     boundary_pairs,
@@ -50,6 +58,17 @@ BOUNDS = (0.0, 1.0)
 INT_BOUNDS = (0, 2**61)
 RANDOM_BUDGET = 8
 RELATIONS_SILENT = ("replace_one", "add_remove")
+
+#: Offsets of the bounds the search tries: zero and powers of two up to the float's range.
+OFFSETS = (0.0, *powers_of_two((10, 30, 52, 62, 100, 1000), signed=True))
+#: Widths of the bounds: absolute, and in ulps of the offset.
+WIDTHS = (1.0, 2.0**20)
+WIDTH_ULPS = (4, 2**10)
+#: Dataset sizes and epsilons the search tries.
+SIZES = (1, 10, 100, 1_000, 10_000, 100_000, 1_000_000)
+EPSILONS = (0.1, 1.0, 5.0)
+#: What one call costs, in records: a tool call costs about as much as summing this many.
+RECORDS_PER_CALL = 10_000.0
 
 
 def _shown(value: Any) -> str:
@@ -144,24 +163,47 @@ def _tool_release(name: str, kwargs: Mapping[str, Any], integer: bool = False) -
 
 
 def _mechanism(
-    name: str, kwargs: Mapping[str, Any], epsilon: float, delta: float, integer: bool = False
+    name: str,
+    kwargs: Mapping[str, Any],
+    epsilon: float,
+    delta: float,
+    integer: bool = False,
+    *,
+    value: float = 0,
 ) -> Function:
+    """A noise mechanism on one value: its input moves from ``value`` by ``sensitivity``."""
     sensitivity = kwargs["sensitivity"]
+    lo, hi = value, value + sensitivity
 
     def pairs(relation: str) -> dict[str, Sequence[NeighbouringPair]]:
         return {
-            "boundary": boundary_pairs(1, 0, sensitivity, relation=relation, integer=integer),
+            "boundary": boundary_pairs(1, lo, hi, relation=relation, integer=integer),
             "random": random_pairs(
-                1, 0, sensitivity, relation=relation, budget=RANDOM_BUDGET, integer=integer
+                1, lo, hi, relation=relation, budget=RANDOM_BUDGET, integer=integer
             ),
         }
 
+    def at(setting: Setting) -> Function:
+        lower, upper = setting.bounds
+        changed = {**kwargs, "epsilon": setting.epsilon, "sensitivity": upper - lower}
+        return _mechanism(name, changed, setting.epsilon, delta, integer, value=lower)
+
+    space = InputSpace(
+        default=Setting((lo, hi), 1, "int64" if integer else "float64", epsilon),
+        offsets=OFFSETS,
+        widths=(1.0, 2.0**-20, 2.0**20),
+        epsilons=EPSILONS,
+        relations=("replace_one",),
+        records_per_output=RECORDS_PER_CALL,
+    )
     shown = ", ".join(f"{k}={_shown(v)}" for k, v in kwargs.items())
     return Function(
         f"mechanisms.{name}({shown})",
         lambda: _mechanism_release(name, kwargs, integer),
         {"replace_one": _claim(epsilon, delta)},
         pairs,
+        space=space,
+        at=at,
     )
 
 
@@ -201,7 +243,11 @@ def _tool(
     rounding: bool = False,
     overflow: bool = False,
     label: str | None = None,
+    space: InputSpace | None = None,
+    bounds_key: str | None = "bounds",
 ) -> Function:
+    """A tool of ``diffprivlib.tools`` on ``N`` records in ``bounds``; with ``space``, also at
+    every setting of it (``bounds_key`` names the argument that takes the bounds)."""
     lo, hi = bounds
 
     def pairs(relation: str) -> dict[str, Sequence[NeighbouringPair]]:
@@ -217,6 +263,19 @@ def _tool(
         )
         return out
 
+    def at(setting: Setting) -> Function:
+        changed = {**kwargs, "epsilon": setting.epsilon}
+        if bounds_key is not None:
+            changed[bounds_key] = setting.bounds
+        return _tool(
+            name,
+            changed,
+            bounds=setting.bounds,
+            integer=setting.integer,
+            label=label,
+            bounds_key=bounds_key,
+        )
+
     shown = ", ".join(f"{k}={_shown(v)}" for k, v in kwargs.items())
     return Function(
         f"tools.{label or name}({shown})",
@@ -224,12 +283,46 @@ def _tool(
         {relation: _claim(kwargs["epsilon"]) for relation in RELATIONS_SILENT},
         pairs,
         stated=False,
+        space=space,
+        at=None if space is None else at,
+    )
+
+
+def _space(
+    generators: tuple[str, ...],
+    *,
+    bounds: tuple[float, float] = BOUNDS,
+    dtypes: tuple[str, ...] = ("float64",),
+    sizes: tuple[int, ...] = SIZES,
+    specials: tuple[str, ...] = SPECIALS,
+    records_per_call: float = RECORDS_PER_CALL,
+) -> InputSpace:
+    """The input space of a tool: its default ``N`` records in ``bounds`` of ``dtypes[0]``,
+    ``epsilon = 1``."""
+    return InputSpace(
+        default=Setting(bounds, N, dtypes[0], 1.0),
+        offsets=OFFSETS,
+        widths=WIDTHS,
+        width_ulps=WIDTH_ULPS,
+        sizes=sizes,
+        dtypes=dtypes,
+        epsilons=EPSILONS,
+        specials=specials,
+        relations=RELATIONS_SILENT,
+        generators=generators,
+        accumulate=np.sum if "rounding" in generators else None,
+        records_per_output=records_per_call,
     )
 
 
 def functions() -> list[Function]:
-    """The covered functions of diffprivlib, with the settings audited."""
+    """The covered functions of diffprivlib, with the settings audited and their input
+    spaces."""
     eps = 1.0
+    sums = ("boundary", "rounding", "overflow", "special", "random")
+    others = ("boundary", "special", "random")
+    float_and_int = ("float64", "int64")
+    quantiles = _space(others, sizes=(1, 10, 100, 1_000), records_per_call=200.0)
     return [
         _mechanism("Laplace", {"epsilon": eps, "sensitivity": 1.0}, eps, 0.0),
         _mechanism("Gaussian", {"epsilon": 0.5, "delta": 1e-5, "sensitivity": 1.0}, 0.5, 1e-5),
@@ -239,11 +332,26 @@ def functions() -> list[Function]:
         _mechanism("Geometric", {"epsilon": eps, "sensitivity": 1}, eps, 0.0, integer=True),
         _exponential(eps, 1.0, 3),
         _binary(eps),
-        _tool("mean", {"epsilon": eps, "bounds": BOUNDS}, rounding=True),
-        _tool("var", {"epsilon": eps, "bounds": BOUNDS}),
-        _tool("std", {"epsilon": eps, "bounds": BOUNDS}),
-        _tool("sum", {"epsilon": eps, "bounds": BOUNDS}, rounding=True),
-        _tool("nansum", {"epsilon": eps, "bounds": BOUNDS}, rounding=True),
+        _tool(
+            "mean",
+            {"epsilon": eps, "bounds": BOUNDS},
+            rounding=True,
+            space=_space(sums, dtypes=float_and_int),
+        ),
+        _tool("var", {"epsilon": eps, "bounds": BOUNDS}, space=_space(others)),
+        _tool("std", {"epsilon": eps, "bounds": BOUNDS}, space=_space(others)),
+        _tool(
+            "sum",
+            {"epsilon": eps, "bounds": BOUNDS},
+            rounding=True,
+            space=_space(sums, dtypes=float_and_int),
+        ),
+        _tool(
+            "nansum",
+            {"epsilon": eps, "bounds": BOUNDS},
+            rounding=True,
+            space=_space(sums, dtypes=float_and_int),
+        ),
         _tool(
             "sum",
             {"epsilon": eps, "bounds": INT_BOUNDS, "dtype": int},
@@ -251,11 +359,28 @@ def functions() -> list[Function]:
             integer=True,
             overflow=True,
             label="sum[int]",
+            space=_space(
+                ("overflow", "boundary", "special", "random"),
+                bounds=INT_BOUNDS,
+                dtypes=("int64",),
+                specials=("outside",),
+            ),
         ),
-        _tool("count_nonzero", {"epsilon": eps}, integer=True),
-        _tool("histogram", {"epsilon": eps, "bins": 4, "range": BOUNDS}),
-        _tool("median", {"epsilon": eps, "bounds": BOUNDS}),
-        _tool("quantile", {"epsilon": eps, "quant": 0.25, "bounds": BOUNDS}),
+        _tool(
+            "count_nonzero",
+            {"epsilon": eps},
+            integer=True,
+            space=_space(("boundary", "random"), dtypes=("int64",), specials=()),
+            bounds_key=None,
+        ),
+        _tool(
+            "histogram",
+            {"epsilon": eps, "bins": 4, "range": BOUNDS},
+            space=_space(others),
+            bounds_key="range",
+        ),
+        _tool("median", {"epsilon": eps, "bounds": BOUNDS}, space=quantiles),
+        _tool("quantile", {"epsilon": eps, "quant": 0.25, "bounds": BOUNDS}, space=quantiles),
     ]
 
 

@@ -1,10 +1,13 @@
 """OpenDP: its noise measurements and the common clamp, sum or mean, noise pipelines.
 
-Calls. A pipeline is a deterministic transformation followed by a noise measurement. Each
-release function builds both once (per audit), and per chunk runs the transformation once on the
-dataset and the *vector* form of the same noise measurement once on ``size`` copies of its
-output: ``size`` independent draws of the pipeline from one call into the library (OpenDP's
-vector measurements add independent noise of the same sampler to every entry).
+Calls. A pipeline is a transformation followed by a noise measurement. Each release function
+builds both once (per audit), and per chunk runs the transformation once on the dataset and the
+*vector* form of the same noise measurement once on ``size`` copies of its output: ``size``
+independent draws of the pipeline from one call into the library (OpenDP's vector measurements
+add independent noise of the same sampler to every entry). That holds for a deterministic
+transformation; the mean's ``resize`` keeps a random subset of a dataset larger than its size,
+so on such a dataset it runs once per output (else the outputs of a chunk would share one
+subset and not be independent draws).
 
 OpenDP's generator cannot be seeded: an audit of OpenDP draws fresh randomness on every run, so
 its bounds are as valid as any (every trial is an independent draw) but reruns are not identical
@@ -19,6 +22,17 @@ value with the absolute distance at ``d_in = 1`` is audited on two values one ap
 (``replace_one`` of a one-record dataset). A pipeline on ``symmetric_distance`` counts added
 plus removed records: ``add_remove`` neighbours are ``d_in = 1`` and ``replace_one`` neighbours
 ``d_in = 2``, so both relations are tried, each with its own stated claim.
+
+Input spaces. Each measurement and pipeline declares what it accepts
+(:class:`~dpaudit.mechanisms.inputs.InputSpace`, searched by the battery): bounds (or, for a
+measurement on one value, the two values) at offsets from zero to ``2**1000`` (both signs; to
+``2**30`` for OpenDP's 32-bit integers) and widths from 1 and ``2**20`` down to 4 ulps,
+datasets of 1 to a million records, and the special records OpenDP's float domain accepts
+(``nan=False``: the infinities, ``-0.0``, subnormals, values outside the bounds; NaN is refused
+by the domain). OpenDP's parameter is a noise scale: a setting's ``epsilon`` is turned into the
+scale that makes the claim at ``d_in = 1`` about that ``epsilon`` (the transformation's
+sensitivity divided by it), and the claim is always OpenDP's own map at that scale. A setting
+whose constructor or map OpenDP refuses (an overflow it foresees) is not in the space.
 """
 
 from __future__ import annotations
@@ -32,6 +46,7 @@ from dpaudit.bounds.rdp import ZCDP
 from dpaudit.bounds.tradeoff import approx_dp
 from dpaudit.libraries.battery import Claimed, Function, Library, Release
 from dpaudit.mechanisms.base import NeighbouringPair
+from dpaudit.mechanisms.inputs import InputSpace, Setting, powers_of_two
 from dpaudit.mechanisms.pairs import boundary_pairs, overflow_pairs, random_pairs, rounding_pairs
 
 __all__ = ["LIBRARY", "functions"]
@@ -41,6 +56,19 @@ N = 10
 RANDOM_BUDGET = 8
 #: ``d_in`` of each relation under ``symmetric_distance``.
 D_IN = {"add_remove": 1, "replace_one": 2}
+
+#: Offsets of the bounds the search tries (float records; the integers keep those within 32
+#: bits), widths, sizes and epsilons.
+OFFSETS = (0.0, *powers_of_two((10, 20, 30, 52, 100, 1000), signed=True))
+WIDTHS = (1.0, 2.0**20)
+WIDTH_ULPS = (4, 2**10)
+SIZES = (1, 10, 100, 1_000, 10_000, 100_000, 1_000_000)
+EPSILONS = (0.1, 1.0, 5.0)
+#: Special records OpenDP's float domain (``nan=False``) accepts.
+FLOAT_SPECIALS = ("inf", "-inf", "-0", "subnormal", "outside")
+#: What one output costs, in records: the transformation runs once per chunk of outputs on
+#: every record.
+RECORDS_PER_OUTPUT = 1_000.0
 
 
 def _dp() -> Any:
@@ -81,19 +109,38 @@ def _noise(dp: Any, kind: str, integer: bool, scale: float) -> Any:
     return make(dp.vector_domain(atom), metric, scale=scale)
 
 
-def _release(transformation: Callable[[Any], Any] | None, noise: Any, integer: bool) -> Release:
+def _release(
+    transformation: Callable[[Any], Any] | None,
+    noise: Any,
+    integer: bool,
+    random_above: int | None = None,
+) -> Release:
+    """Per chunk: the transformation once, the vector noise once on ``size`` copies of its
+    value. A transformation that is random on datasets of more than ``random_above`` records
+    (OpenDP's resize samples the records it keeps) runs once per output on those, so that every
+    output is an independent draw of the whole pipeline."""
+
     def release(dataset: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
         records = [int(x) if integer else float(x) for x in np.asarray(dataset).ravel()]
-        value = records[0] if transformation is None else transformation(records)
         if size == 0:
             return np.empty(0)
-        return np.asarray(noise([value] * size), dtype=float)
+        if transformation is None:
+            values = [records[0]] * size
+        elif random_above is not None and len(records) > random_above:
+            values = [transformation(records) for _ in range(size)]
+        else:
+            values = [transformation(records)] * size
+        return np.asarray(noise(values), dtype=float)
 
     return release
 
 
-def _measurement(kind: str, integer: bool, scale: float) -> Function:
-    """``make_laplace`` / ``make_gaussian`` on one value, absolute distance, ``d_in = 1``."""
+def _measurement(
+    kind: str, integer: bool, scale: float, *, value: float = 0, d_in: float = 1
+) -> Function:
+    """``make_laplace`` / ``make_gaussian`` on one value, absolute distance: its input moves
+    from ``value`` by ``d_in`` (the claim is OpenDP's map at ``d_in``)."""
+    lo, hi = value, value + d_in
 
     def release() -> Release:
         return _release(None, _noise(_dp(), kind, integer, scale), integer)
@@ -103,18 +150,45 @@ def _measurement(kind: str, integer: bool, scale: float) -> Function:
         atom = dp.atom_domain(T=int) if integer else dp.atom_domain(T=float, nan=False)
         make = dp.m.make_laplace if kind == "laplace" else dp.m.make_gaussian
         metric = dp.absolute_distance(T=int if integer else float)
-        return {"replace_one": _claim(make(atom, metric, scale=scale), 1)}
+        return {"replace_one": _claim(make(atom, metric, scale=scale), d_in)}
 
     def pairs(relation: str) -> dict[str, Sequence[NeighbouringPair]]:
         return {
-            "boundary": boundary_pairs(1, 0, 1, relation=relation, integer=integer),
+            "boundary": boundary_pairs(1, lo, hi, relation=relation, integer=integer),
             "random": random_pairs(
-                1, 0, 1, relation=relation, budget=RANDOM_BUDGET, integer=integer
+                1, lo, hi, relation=relation, budget=RANDOM_BUDGET, integer=integer
             ),
         }
 
+    def at(setting: Setting) -> Function:
+        lower, upper = setting.bounds
+        width = upper - lower
+        return _measurement(kind, integer, width / setting.epsilon, value=lower, d_in=width)
+
+    space = InputSpace(
+        default=Setting((lo, hi), 1, "int32" if integer else "float64", 1.0 / scale),
+        offsets=OFFSETS,
+        widths=(1.0, 2.0**-20, 2.0**20),
+        epsilons=EPSILONS,
+        relations=("replace_one",),
+        records_per_output=RECORDS_PER_OUTPUT,
+    )
     t = "int" if integer else "float"
-    return Function(f"m.make_{kind}[{t}](scale={scale:g})", release, claims(), pairs)
+    return Function(
+        f"m.make_{kind}[{t}](scale={scale:g})", release, claims(), pairs, space=space, at=at
+    )
+
+
+def _chain(integer: bool, bounds: tuple[float, float], mean: bool, size: int) -> Any:
+    """``clamp(bounds) >> sum`` (or ``>> resize(size) >> mean``) on ``symmetric_distance``."""
+    dp = _dp()
+    lo, hi = bounds
+    atom = dp.atom_domain(T=int) if integer else dp.atom_domain(T=float, nan=False)
+    chain = (dp.vector_domain(atom), dp.symmetric_distance()) >> dp.t.then_clamp(bounds)
+    if mean:
+        middle = (lo + hi) / 2
+        return chain >> dp.t.then_resize(size=size, constant=middle) >> dp.t.then_mean()
+    return chain >> dp.t.then_sum()
 
 
 def _pipeline(
@@ -125,48 +199,77 @@ def _pipeline(
     scale: float,
     mean: bool = False,
     overflow: bool = False,
+    size: int = N,
+    searched: bool = True,
 ) -> Function:
-    """``clamp(bounds) >> sum`` (or ``>> resize(N) >> mean``) ``>> noise`` on
-    ``symmetric_distance``."""
+    """:func:`_chain` ``>> noise``; searched over its input space unless ``searched`` is
+    false."""
     lo, hi = bounds
 
-    def transformation() -> Any:
-        dp = _dp()
-        atom = dp.atom_domain(T=int) if integer else dp.atom_domain(T=float, nan=False)
-        chain = (dp.vector_domain(atom), dp.symmetric_distance()) >> dp.t.then_clamp(bounds)
-        if mean:
-            middle = (lo + hi) / 2
-            chain = chain >> dp.t.then_resize(size=N, constant=middle) >> dp.t.then_mean()
-        else:
-            chain = chain >> dp.t.then_sum()
-        return chain
-
     def release() -> Release:
-        return _release(transformation(), _noise(_dp(), kind, integer, scale), integer)
+        transformation = _chain(integer, bounds, mean, size)
+        noise = _noise(_dp(), kind, integer, scale)
+        return _release(transformation, noise, integer, size if mean else None)
 
     def claims() -> dict[str, Claimed]:
         dp = _dp()
         then = dp.m.then_laplace if kind == "laplace" else dp.m.then_gaussian
-        pipeline = transformation() >> then(scale=scale)
+        pipeline = _chain(integer, bounds, mean, size) >> then(scale=scale)
         return {relation: _claim(pipeline, d_in) for relation, d_in in D_IN.items()}
 
     def pairs(relation: str) -> dict[str, Sequence[NeighbouringPair]]:
         if overflow:
             return {"overflow": overflow_pairs(int(lo), int(hi), relation=relation, dtype=np.int32)}
         out: dict[str, Sequence[NeighbouringPair]] = {
-            "boundary": boundary_pairs(N, lo, hi, relation=relation, integer=integer)
+            "boundary": boundary_pairs(size, lo, hi, relation=relation, integer=integer)
         }
         if not integer:
-            out["rounding"] = rounding_pairs(N, lo, hi, relation=relation, accumulate=np.sum)
+            out["rounding"] = rounding_pairs(size, lo, hi, relation=relation, accumulate=np.sum)
         out["random"] = random_pairs(
-            N, lo, hi, relation=relation, budget=RANDOM_BUDGET, integer=integer
+            size, lo, hi, relation=relation, budget=RANDOM_BUDGET, integer=integer
         )
         return out
 
+    def at(setting: Setting) -> Function:
+        """The pipeline at ``setting``: its bounds, its size (the resize's, for a mean), and
+        the scale that makes the transformation's sensitivity at ``d_in = 1`` over the scale
+        the setting's epsilon."""
+        sensitivity = float(_chain(integer, setting.bounds, mean, setting.size).map(1))
+        return _pipeline(
+            kind,
+            integer=integer,
+            bounds=setting.bounds,
+            scale=sensitivity / setting.epsilon,
+            mean=mean,
+            size=setting.size,
+            searched=False,
+        )
+
+    space = None
+    if searched:
+        sensitivity = float(_chain(integer, bounds, mean, size).map(1))
+        space = InputSpace(
+            default=Setting(bounds, size, "int32" if integer else "float64", sensitivity / scale),
+            offsets=OFFSETS,
+            widths=WIDTHS,
+            width_ulps=() if integer else WIDTH_ULPS,
+            sizes=SIZES if not mean else (1, 10, 100, 1_000, 10_000),
+            epsilons=EPSILONS,
+            specials=("outside",) if integer else FLOAT_SPECIALS,
+            relations=tuple(D_IN),
+            generators=(
+                "boundary",
+                "overflow" if integer else "rounding",
+                "special",
+                "random",
+            ),
+            accumulate=None if integer else np.sum,
+            records_per_output=RECORDS_PER_OUTPUT,
+        )
     t = "int" if integer else "float"
-    middle = f"resize({N}) >> mean" if mean else "sum"
+    middle = f"resize({size}) >> mean" if mean else "sum"
     name = f"clamp({lo}, {hi}) >> {middle} >> {kind}[{t}](scale={scale:.10g})"
-    return Function(name, release, claims(), pairs)
+    return Function(name, release, claims(), pairs, space=space, at=at if searched else None)
 
 
 def functions() -> list[Function]:
@@ -180,7 +283,9 @@ def functions() -> list[Function]:
         _pipeline("laplace", integer=True, bounds=(0, 10), scale=10.0),
         _pipeline("gaussian", integer=False, bounds=(0.0, 1.0), scale=1.0),
         _pipeline("laplace", integer=False, bounds=(0.0, 1.0), scale=0.1, mean=True),
-        _pipeline("laplace", integer=True, bounds=(0, 2**29), scale=2.0**29, overflow=True),
+        _pipeline(
+            "laplace", integer=True, bounds=(0, 2**29), scale=2.0**29, overflow=True, searched=False
+        ),
     ]
 
 

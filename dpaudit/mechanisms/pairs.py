@@ -11,26 +11,45 @@ audits is :func:`dpaudit.audit.pair_search.search_pairs`'s job.
 - :func:`answer_pairs`: every answer pattern of a query vector (report noisy max, sparse vector).
 - :func:`boundary_pairs`: datasets of records at the declared bounds, one record moved to the
   other bound (or added at either bound).
-- :func:`rounding_pairs`: a random search for datasets whose floating-point sum moves most when
-  one record changes (Casacuberta et al. 2022, "Widespread underestimation of sensitivity in
-  differentially private libraries"); the exact change never exceeds the bounds' width, the
-  rounded one may.
+- :func:`rounding_pairs`: a search for datasets whose floating-point sum moves most when one
+  record changes (Casacuberta et al. 2022, "Widespread underestimation of sensitivity in
+  differentially private libraries"): random tries and a bisection on staircases of records at
+  the two bounds; the exact change never exceeds the bounds' width, the rounded one may.
 - :func:`overflow_pairs`: records at the upper bound, as many as it takes for an integer
   accumulator to wrap around (or saturate) in ``D_prime`` but not in ``D``.
+- :func:`special_pairs`: a record that is NaN, an infinity, ``-0.0``, a subnormal or outside
+  the bounds, against the record clipping should make of it.
 - :func:`random_pairs`: random datasets within the bounds, one random record changed.
 - :func:`subsample`: at most ``budget`` of a list of candidates, chosen at random from a seed.
+
+:func:`space_candidates` runs these generators over every setting of a function's declared
+input space (:class:`~dpaudit.mechanisms.inputs.InputSpace`: bounds far from zero and down to a
+few ulps wide, sizes up to a million, integer and float records, ``epsilon``, special values),
+as :class:`~dpaudit.mechanisms.inputs.Candidate` entries, each a setting and a pair made on
+demand; :func:`dpaudit.audit.pair_search.search_inputs` screens and confirms them.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from dpaudit._core.validation import check_choice, check_integer, check_real
 from dpaudit.mechanisms.base import RELATIONS, NeighbouringPair
+from dpaudit.mechanisms.inputs import (
+    DTYPES,
+    SPECIALS,
+    Candidate,
+    InputSpace,
+    Setting,
+    shown_number,
+)
 
 __all__ = [
     "answer_pairs",
@@ -39,6 +58,8 @@ __all__ = [
     "random_pairs",
     "record_pairs",
     "rounding_pairs",
+    "space_candidates",
+    "special_pairs",
     "subsample",
 ]
 
@@ -184,6 +205,8 @@ def boundary_pairs(
     dtype = np.int64 if integer else float
     if integer and (lo != int(lo) or hi != int(hi)):
         raise ValueError(f"integer records need integer bounds, got low={lo!r}, high={hi!r}")
+    if integer:  # exact beyond 2**53, where the floats above have rounded them
+        lo, hi = int(low), int(high)  # type: ignore[call-overload]
     pairs = []
     for base in (lo, hi):
         d = np.full(n, base, dtype=dtype)
@@ -192,7 +215,13 @@ def boundary_pairs(
                 continue
             verb = "one moved to" if relation == "replace_one" else "one added at"
             pairs.append(
-                _neighbour(d, relation, 0, value, f"{n} records at {base:g}, {verb} {value:g}")
+                _neighbour(
+                    d,
+                    relation,
+                    0,
+                    value,
+                    f"{n} records at {shown_number(base)}, {verb} {shown_number(value)}",
+                )
             )
     return pairs
 
@@ -211,6 +240,65 @@ def _mixed_records(rng: np.random.Generator, n: int, lo: float, hi: float) -> np
     return np.clip(values, lo, hi)
 
 
+#: Most records the random tries of :func:`rounding_pairs` draw in all (fewer tries on large
+#: datasets, so a search over sizes up to a million stays quick).
+ROUNDING_RECORDS = 2**22
+
+
+def _staircase(n: int, lo: float, hi: float) -> Callable[[int], np.ndarray]:
+    """``t ->`` the dataset of ``n`` records, the first ``t`` at ``hi`` and the rest at ``lo``."""
+
+    def dataset(t: int) -> np.ndarray:
+        d = np.full(n, lo)
+        d[:t] = hi
+        return d
+
+    return dataset
+
+
+def _staircase_tries(
+    n: int, lo: float, hi: float, relation: str, accumulate: Callable[[np.ndarray], Any]
+) -> list[tuple[float, np.ndarray, int, float]]:
+    """Tries on the staircase datasets ``t`` records at ``hi``, ``n - t`` at ``lo``.
+
+    ``replace_one``: the sum of a staircase never falls as ``t`` grows, and at large values its
+    floating-point result moves in steps of the result's ulp, which may be far above
+    ``hi - lo``. A bisection in each of 8 stretches of ``t`` finds a step there (where the sum
+    rises at all) in ``log2(n)`` sums: the pair is the staircase at ``t`` and at ``t + 1``
+    (record ``t`` moved from ``lo`` to ``hi``). ``add_remove``: the staircase against the same
+    with one more record at ``hi``, at 33 values of ``t``. Each try is ``(moved, D, position,
+    value)``.
+    """
+    dataset = _staircase(n, lo, hi)
+
+    def total(t: int) -> float:
+        return float(accumulate(dataset(t)))
+
+    tries = []
+    if relation == "add_remove":
+        for t in np.unique(np.linspace(0, n, 33).astype(int)):
+            d = dataset(int(t))
+            moved = abs(float(accumulate(np.insert(d, int(t), hi))) - float(accumulate(d)))
+            tries.append((moved, d, int(t), hi))
+        return tries
+    if n < 2:
+        return tries
+    edges = np.unique(np.linspace(0, n - 1, 9).astype(int))
+    for a, b in itertools.pairwise(int(e) for e in edges):
+        at_a, at_b = total(a), total(b)
+        if not at_b > at_a:
+            continue
+        while b - a > 1:
+            middle = (a + b) // 2
+            at_middle = total(middle)
+            if at_middle > at_a:
+                b, at_b = middle, at_middle
+            else:
+                a, at_a = middle, at_middle
+        tries.append((at_b - at_a, dataset(a), a, hi))
+    return tries
+
+
 def rounding_pairs(
     n: int,
     low: float,
@@ -222,16 +310,25 @@ def rounding_pairs(
     keep: int = 1,
     seed: int = 0,
 ) -> list[NeighbouringPair]:
-    """The pairs, among ``budget`` random ones, whose floating-point sum moves most.
+    """The pairs whose floating-point sum moves most beyond what the bounds allow.
 
-    Each try draws ``n`` records in ``[low, high]`` of mixed magnitudes and changes one record to
-    a bound (``replace_one``) or adds a record at a bound in a random position (``add_remove``).
-    The tries are ranked by how far ``accumulate`` (the summation the audited code uses, e.g.
-    ``numpy.sum``, whose pairwise order differs from a loop's) moves, minus what the bounds
-    allow (``high - low`` for a replacement, ``max(|low|, |high|)`` for an addition); the best
-    ``keep`` are returned, each described with that excess. Exact arithmetic never exceeds the
-    bounds; a positive excess is the rounding that a sensitivity computed from the bounds
-    leaves out.
+    Two kinds of tries, ranked together by how far ``accumulate`` (the summation the audited
+    code uses, e.g. ``numpy.sum``, whose pairwise order differs from a loop's) moves, minus
+    what the bounds allow (``high - low`` for a replacement, ``max(|low|, |high|)`` for an
+    addition):
+
+    - ``budget`` random tries (fewer on large datasets: at most :data:`ROUNDING_RECORDS`
+      records drawn in all), each ``n`` records in ``[low, high]`` of mixed magnitudes with one
+      record changed to a bound (``replace_one``) or a record at a bound added in a random
+      position (``add_remove``);
+    - the staircases of records at the two bounds (:func:`_staircase_tries`): where the values
+      are large against the width of the bounds, the sum moves in steps of its own ulp, and a
+      step is found by bisection, not by chance.
+
+    The best ``keep`` are returned, each described with its excess. Exact arithmetic never
+    exceeds the bounds; a positive excess is the rounding that a sensitivity computed from the
+    bounds leaves out (Casacuberta et al. 2022, "Widespread underestimation of sensitivity in
+    differentially private libraries").
     """
     check_choice("relation", relation, RELATIONS)
     n = check_integer("n", n, minimum=1)
@@ -243,8 +340,8 @@ def rounding_pairs(
         raise ValueError(f"accumulate must be callable, got {type(accumulate).__name__}")
     allowed = hi - lo if relation == "replace_one" else max(abs(lo), abs(hi))
     rng = np.random.default_rng(seed)
-    tries: list[tuple[float, np.ndarray, int, float]] = []
-    for _ in range(budget):
+    tries: list[tuple[float, np.ndarray, int, float, str]] = []
+    for _ in range(min(budget, max(ROUNDING_RECORDS // n, 4))):
         d = _mixed_records(rng, n, lo, hi)
         value = lo if rng.random() < 0.5 else hi
         position = int(rng.integers(n if relation == "replace_one" else n + 1))
@@ -254,7 +351,10 @@ def rounding_pairs(
         else:
             d_prime = np.insert(d, position, value)
         moved = abs(float(accumulate(d_prime)) - float(accumulate(d)))
-        tries.append((moved - allowed, d, position, value))
+        tries.append((moved - allowed, d, position, value, "mixed records"))
+    for moved, d, position, value in _staircase_tries(n, lo, hi, relation, accumulate):
+        where = f"{position} records at {shown_number(hi)}, {n - position} at {shown_number(lo)}"
+        tries.append((moved - allowed, d, position, value, where))
     tries.sort(key=lambda t: -t[0])
     return [
         _neighbour(
@@ -262,9 +362,10 @@ def rounding_pairs(
             relation,
             position,
             value,
-            f"rounding search: the float sum moves {excess:+.3g} beyond the bounds' {allowed:g}",
+            f"rounding search ({where}): the float sum moves {excess:+.3g} beyond the bounds' "
+            f"{allowed:.3g}",
         )
-        for excess, d, position, value in tries[:keep]
+        for excess, d, position, value, where in tries[:keep]
     ]
 
 
@@ -302,7 +403,8 @@ def overflow_pairs(
             continue
         base = [bound] * k + ([other] if relation == "replace_one" else [])
         d = np.array(base, dtype=dtype)
-        text = f"{k} records at {bound} fit in {np.dtype(dtype).name}, one more overflows"
+        name = np.dtype(dtype).name
+        text = f"{k} records at {shown_number(bound)} fit in {name}, one more overflows"
         pairs.append(_neighbour(d, relation, k, bound, text))
     return pairs
 
@@ -338,6 +440,215 @@ def random_pairs(
         position = int(rng.integers(n if relation == "replace_one" else n + 1))
         pairs.append(_neighbour(d, relation, position, value, f"random pair {j}"))
     return pairs
+
+
+def _special_records(name: str, lo: Any, hi: Any, dtype: str) -> list[tuple[Any, Any, str]]:
+    """``(special record, the record in bounds it is compared with, words)`` for special value
+    ``name`` (:data:`~dpaudit.mechanisms.inputs.SPECIALS`): what clipping to the bounds should
+    turn it into (for NaN, the bound farther from zero). Integer records have only values
+    outside the bounds (within the dtype's range)."""
+    width = hi - lo
+    if dtype.startswith("int"):
+        if name != "outside":
+            return []
+        info = np.iinfo(dtype)
+        step = max(int(width), 1)
+        out = []
+        if hi + step <= info.max:
+            out.append((hi + step, hi, f"{shown_number(hi + step)} (above the bounds)"))
+        if lo - step >= info.min:
+            out.append((lo - step, lo, f"{shown_number(lo - step)} (below the bounds)"))
+        return out
+    zero = min(max(0.0, lo), hi)
+    if name == "nan":
+        return [(math.nan, lo if abs(lo) > abs(hi) else hi, "NaN")]
+    if name == "inf":
+        return [(math.inf, hi, "inf")]
+    if name == "-inf":
+        return [(-math.inf, lo, "-inf")]
+    if name == "-0":
+        return [(-0.0, zero, "-0.0")]
+    if name == "subnormal":
+        return [(5e-324, zero, "5e-324 (subnormal)")]
+    top = np.finfo(float).max
+    above = min(hi + max(abs(hi), width), top)
+    below = max(lo - max(abs(lo), width), -top)
+    return [
+        (above, hi, f"{shown_number(above)} (above the bounds)"),
+        (below, lo, f"{shown_number(below)} (below the bounds)"),
+    ]
+
+
+def special_pairs(
+    n: int,
+    low: float,
+    high: float,
+    *,
+    values: Sequence[str] = SPECIALS,
+    relation: str = "replace_one",
+    dtype: str = "float64",
+) -> list[NeighbouringPair]:
+    """Datasets of ``n`` records at ``low`` with a special record: NaN, an infinity, ``-0.0``,
+    a subnormal, or values outside the bounds (``values``, from
+    :data:`~dpaudit.mechanisms.inputs.SPECIALS`).
+
+    ``replace_one``: record 0 is the special value in ``D`` and, in ``D_prime``, the record in
+    bounds it should be clipped to (for NaN, the bound farther from zero, which moves a sum
+    that drops NaN the most); a correct clipped statistic gives the two the same output, or
+    outputs as close as its noise allows. ``add_remove``: the special record added to ``D``.
+    Integer ``dtype`` records have only the values outside the bounds.
+    """
+    check_choice("relation", relation, RELATIONS)
+    check_choice("dtype", dtype, DTYPES)
+    n = check_integer("n", n, minimum=1)
+    for value in values:
+        check_choice("values", value, SPECIALS)
+    lo, hi = _bounds(low, high)
+    if dtype.startswith("int"):
+        lo, hi = int(low), int(high)  # type: ignore[call-overload]
+    base = np.full(n, lo, dtype=dtype)
+    pairs = []
+    for name in values:
+        for special, partner, words in _special_records(name, lo, hi, dtype):
+            if relation == "replace_one":
+                d, d_prime = base.copy(), base.copy()
+                d[0], d_prime[0] = special, partner
+                text = (
+                    f"{n} records at {shown_number(lo)}, record 0 {words} against "
+                    f"{shown_number(partner)}"
+                )
+                pairs.append(NeighbouringPair(d, d_prime, relation, text))
+            else:
+                text = f"{n} records at {shown_number(lo)}, one {words} added"
+                pairs.append(_neighbour(base, relation, 0, special, text))
+    return pairs
+
+
+#: Most records of an overflow pair in a search (a million and a bit).
+OVERFLOW_RECORDS = 2**20
+
+
+def _overflow_count(setting: Setting, relation: str) -> list[int]:
+    """The dataset sizes of the overflow pairs of ``setting`` (none for float records), as
+    :func:`overflow_pairs` makes them, without making them."""
+    if not setting.integer:
+        return []
+    info = np.iinfo(setting.dtype)
+    lo, hi = setting.bounds
+    sizes = []
+    for bound, limit in ((hi, int(info.max)), (lo, int(info.min))):
+        if bound == 0 or (bound > 0) != (limit > 0):
+            continue
+        k = limit // bound
+        if k + 1 <= OVERFLOW_RECORDS:
+            sizes.append(k + (1 if relation == "replace_one" else 0))
+    return sizes
+
+
+def _setting_pairs(
+    generator: str,
+    setting: Setting,
+    relation: str,
+    specials: Sequence[str],
+    accumulate: Callable[[np.ndarray], Any] | None,
+    seed: int,
+) -> list[NeighbouringPair]:
+    """Every pair ``generator`` makes at ``setting``."""
+    lo, hi = setting.bounds
+    n = setting.size
+    if generator == "boundary":
+        return boundary_pairs(n, lo, hi, relation=relation, integer=setting.integer)
+    if generator == "rounding":
+        assert accumulate is not None
+        return rounding_pairs(n, lo, hi, relation=relation, accumulate=accumulate, seed=seed)
+    if generator == "overflow":
+        return overflow_pairs(
+            int(lo), int(hi), relation=relation, dtype=setting.dtype, max_records=OVERFLOW_RECORDS
+        )
+    if generator == "special":
+        return special_pairs(n, lo, hi, values=specials, relation=relation, dtype=setting.dtype)
+    return random_pairs(n, lo, hi, relation=relation, budget=1, integer=setting.integer, seed=seed)
+
+
+def _one_pair(
+    generator: str,
+    setting: Setting,
+    relation: str,
+    index: int,
+    specials: Sequence[str],
+    accumulate: Callable[[np.ndarray], Any] | None,
+    seed: int,
+) -> NeighbouringPair:
+    return _setting_pairs(generator, setting, relation, specials, accumulate, seed)[index]
+
+
+def _count(generator: str, setting: Setting, relation: str, specials: Sequence[str]) -> int:
+    """How many pairs ``generator`` makes at ``setting`` (without making them)."""
+    if generator == "boundary":
+        return 2 if relation == "replace_one" else 4
+    if generator == "rounding":
+        return 0 if setting.integer else 1
+    if generator == "overflow":
+        return len(_overflow_count(setting, relation))
+    if generator == "special":
+        lo, hi = setting.bounds
+        return sum(len(_special_records(v, lo, hi, setting.dtype)) for v in specials)
+    return 1
+
+
+def space_candidates(
+    space: InputSpace, relation: str, *, seed: int = 0
+) -> dict[str, list[Candidate]]:
+    """The candidates of every generator of ``space`` (its ``generators``) under ``relation``:
+    for each setting of :meth:`~dpaudit.mechanisms.inputs.InputSpace.settings` in its order,
+    the pairs the generator makes there, each a :class:`~dpaudit.mechanisms.inputs.Candidate`
+    made on demand.
+
+    - ``boundary``: :func:`boundary_pairs`; ``random``: one of :func:`random_pairs`;
+    - ``rounding`` (float records): the best of :func:`rounding_pairs` with the space's
+      ``accumulate``;
+    - ``overflow`` (integer records): :func:`overflow_pairs` in the records' dtype (their size is
+      what the bounds need, so settings that differ only in size give one candidate);
+    - ``special``: :func:`special_pairs` of the space's ``specials``.
+
+    An empty dictionary when ``space`` does not hold ``relation``.
+    """
+    check_choice("relation", relation, RELATIONS)
+    seed = check_integer("seed", seed, minimum=0)
+    if relation not in space.relations:
+        return {}
+    settings = space.settings(seed=seed)
+    out: dict[str, list[Candidate]] = {}
+    for generator in space.generators:
+        candidates: list[Candidate] = []
+        seen: set[Setting] = set()
+        for position, setting in enumerate(settings):
+            if generator == "overflow":
+                sizes = _overflow_count(setting, relation)
+                if not sizes:
+                    continue
+                # the size is the overflow's own: one candidate per bounds, dtype and epsilon
+                setting = replace(setting, size=sizes[0])
+            if setting in seen:
+                continue
+            seen.add(setting)
+            for index in range(_count(generator, setting, relation, space.specials)):
+                make = partial(
+                    _one_pair,
+                    generator,
+                    setting,
+                    relation,
+                    index,
+                    space.specials,
+                    space.accumulate,
+                    seed + position,
+                )
+                candidates.append(
+                    Candidate(setting, relation, generator, make, space.weight(setting))
+                )
+        if candidates:
+            out[generator] = candidates
+    return out
 
 
 def subsample(

@@ -136,6 +136,8 @@ def test_default_attack_looks_both_ways_for_black_boxes():
 
     box = BlackBox(release)
     down = NeighbouringPair(np.array([1.0]), np.array([0.0]), "replace_one")
-    result = search_pairs(box, [down], trials=20_000, pilot_trials=5000, seed=0)
+    still = NeighbouringPair(np.array([1.0]), np.array([1.0]), "replace_one")
+    result = search_pairs(box, [down, still], trials=20_000, pilot_trials=5000, seed=0)
     assert result.pilot_epsilon[0] > 0.5
+    assert result.chosen[0] == 0
     assert result.finals[0].epsilon_lower_bound(0.0) > 0.5

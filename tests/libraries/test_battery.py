@@ -61,12 +61,12 @@ def reference(laplace_eps: float = 1.0) -> Library:
 
 
 def test_the_plan_splits_the_confidence_over_its_rows_and_counts_its_draws():
-    laid_out = plan(reference(), trials=1000, budget=2, confidence=0.9)
+    laid_out = plan(reference(), trials=1000, candidates=2, screen_trials=100, confidence=0.9)
     assert len(laid_out.rows) == 2 * 2 * 2
     assert laid_out.row_confidence == pytest.approx(1 - 0.1 / 8)
     assert all(len(r.candidates) == 2 for r in laid_out.rows)
-    pilots = 2 * audit_draws(laid_out.pilot_trials, laid_out.pilot_trials // 2)
-    assert laid_out.draws == 8 * (audit_draws(1000) + pilots)
+    screens = 2 * audit_draws(100)
+    assert laid_out.draws == 8 * (2 * audit_draws(1000) + screens)
     assert plan(reference(), trials=1000, quick=True).draws == 8 * audit_draws(1000)
 
 
@@ -117,7 +117,7 @@ def test_a_silent_function_is_refuted_under_every_relation_or_with_the_others():
 
 
 def test_rows_audited_at_once_give_the_rows_audited_one_at_a_time():
-    laid_out = plan(reference(), trials=500, budget=2, seed=7)
+    laid_out = plan(reference(), trials=500, candidates=2, seed=7)
     one, two = run(laid_out), run(laid_out, n_jobs=2)
     assert [r["epsilon_lower_bound"] for r in one.table] == [
         r["epsilon_lower_bound"] for r in two.table
@@ -168,8 +168,12 @@ def test_bad_input_is_one_error_naming_the_parameter():
         library("tensorflow_privacy")
     with pytest.raises(ValueError, match="functions: reference has no covered function 'x'"):
         plan(reference(), functions=["x"])
-    with pytest.raises(ValueError, match="budget"):
-        plan(reference(), budget=0)
+    with pytest.raises(ValueError, match="candidates"):
+        plan(reference(), candidates=0)
+    with pytest.raises(ValueError, match="budget must be OUTPUTS"):
+        plan(reference(), budget="lots")
+    with pytest.raises(ValueError, match=r"raise the budget \(--budget\)"):
+        plan(reference(), budget="1000")
     assert set(LIBRARIES) == {"diffprivlib", "opendp"}
 
 
@@ -218,7 +222,8 @@ def test_the_command_states_its_cost_and_exits_3_on_a_refuted_claim(tmp_path, ca
     argv = ["library", "diffprivlib", "-o", str(tmp_path / "out"), "--trials", "400", "--quick"]
     assert main([*argv, "--function", name]) == 3
     captured = capsys.readouterr()
-    assert "2 audits, at most 3,604 calls into diffprivlib" in captured.err
+    # the overflow, boundary, special and random rows of both relations, one candidate each
+    assert "8 audits, at most 14,416 calls into diffprivlib" in captured.err
     assert "| violated |" in captured.out
     assert (tmp_path / "out" / "index.html").is_file()
 
@@ -251,7 +256,7 @@ def test_the_stated_number_of_draws_is_never_exceeded(quick):
     lib = Library(
         "counted", "numpy", "numpy", lambda: [Function("f", counting, claims, _pairs)], 1, 0
     )
-    laid_out = plan(lib, trials=600, quick=quick, budget=None if quick else 3)
+    laid_out = plan(lib, trials=600, quick=quick, candidates=None if quick else 3)
     run(laid_out)
     assert 0 < sum(drawn) <= laid_out.draws
 
@@ -268,18 +273,19 @@ def test_rows_run_until_decided_stop_early_and_keep_to_their_stated_draws():
     over = plan(
         reference(laplace_eps=0.3),
         trials=16384,
-        budget=2,
+        candidates=2,
         seed=3,
         functions=["laplace"],
         until_decided=True,
     )
+    assert all(c.setting is None for row in over.rows for c in row.candidates)
     battery = run(over)
     rows = {(r["function"], r["relation"], r["generator"]): r for r in battery.table}
     refuted = rows[("laplace", "add_remove", "boundary")]
     assert refuted["verdict"] == "violated" and refuted["stopped"] == "refuted"
     assert refuted["outputs_per_dataset"] < 16384  # stopped in its first phase
-    assert all(
-        r["outputs_per_dataset"] * 2 <= over.row_draws(row)
-        for row, r in zip(over.rows, battery.table, strict=True)
-    )
+    for row, r in zip(over.rows, battery.table, strict=True):
+        assert 2 * r["outputs_per_dataset"] <= over.row_draws(row) / len(row.candidates)
     assert battery.document()["battery"]["until_decided"] is True
+    with pytest.raises(ValueError, match="until_decided"):
+        plan(reference(), bounds=[(0.0, 1.0)], until_decided=True)
