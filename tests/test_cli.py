@@ -667,7 +667,7 @@ def test_until_decided_stops_a_refuted_claim_early_and_says_when_and_why(
     assert sequential["phases"] == 1 and max(sequential["outputs_per_dataset"]) < 10_000
     # the bounds shown are read at the per-look level, which the record states
     assert audit["gamma_share"] * (1 - audit["confidence"]) == pytest.approx(
-        sequential["look_gamma"], rel=1e-12
+        sequential["family_gamma"], rel=1e-12
     )
     page = (out_dir / "index.html").read_text()
     assert "Sequential audit: stopped after" in page and "because" in page

@@ -88,10 +88,12 @@ def test_several_pairs_share_the_level_and_each_result_spends_what_its_record_st
     check = assert_private(laplace_release(1.0), approx_dp(1.0, 0.0), pairs=pairs, **CAPPED)
     record = check.audit.record()
     assert record["pairs"] == 3
+    assert check.stopped == "max_trials"  # at the cap: the families at the cap's level
     for result in check.audit.results:
-        assert result.gamma == pytest.approx(record["look_gamma"], rel=1e-12)
+        assert result.gamma == pytest.approx(record["final_look_gamma"], rel=1e-12)
     spent = (record["e_share"] + record["ladder_share"]) * 1e-6
     spent += record["looks_at_most"] * record["pairs"] * record["look_gamma"]
+    spent += record["pairs"] * (record["final_look_gamma"] - record["look_gamma"])
     assert spent == pytest.approx(1e-6, rel=1e-12)
     assert record["e_value"] == pytest.approx(np.mean(record["pair_e_values"]), rel=1e-12)
     assert len(set(record["pair_e_values"])) == 3  # the pairs' evidence differs

@@ -1559,7 +1559,15 @@ def audit_sequential(
             f"the last phase ({sizes[-1]:,} trials per dataset, the cap) ended without a refutation"
         )
     # Each pair's fixed-sample family at the stop, read at the per-look level: it is defined at
-    # every look, so the union over the looks covers the one the evidence stopped at.
+    # every look, so the union over the looks covers the one the evidence stopped at; the last
+    # look the schedule can make (the cap) has a larger share of its own.
+    at_cap = (
+        bool(last)
+        and last[0].trials == sizes[-1]
+        and last[0].made == len(last[0].looks)
+        and last is phases
+        and phase_index == len(sizes) - 1
+    )
     results, verdicts = [], []
     for index, phase in enumerate(last):
         evaluation, selection = phase.drawn()
@@ -1573,7 +1581,7 @@ def audit_sequential(
             strategy="holdout",
             fixed=None,
             started=started,
-            gamma_share=test.look_gamma / level,
+            gamma_share=(test.final_look_gamma if at_cap else test.look_gamma) / level,
         )
         results.append(result)
         verdicts.append(result.verdict(curve, asked))

@@ -84,10 +84,15 @@ reports holds together with probability at least ``1 - level``:
   fixed-sequence procedure overstates ``eps`` only if the first true hypothesis is refuted:
   probability at most ``LADDER_SHARE level``, with no correction for the number of rungs.
   ``r_1`` refuted refutes the claim, which is ``(eps, delta)``-DP at its own ``eps``.
-- the rest: the fixed-sample verdict family of each pair (:meth:`AuditResult.verdict`) at every
-  look, at ``(1 - E_SHARE - LADDER_SHARE) level / (looks * pairs)`` each: a union bound over the
-  looks the schedule may make, so the bounds a report shows at the stop are valid at whatever
-  look the evidence stopped, and no bound beyond the claim is shown beside a "consistent" verdict.
+- the rest, ``F = 1 - E_SHARE - LADDER_SHARE``: the fixed-sample verdict family of each pair
+  (:meth:`AuditResult.verdict`), read at the look where the test stops, on that pair's counts of
+  its last phase, at ``(1 - FINAL_SHARE) F level / (looks * pairs)``, plus
+  ``FINAL_SHARE F level / pairs`` at the last look the schedule can make (the cap, where an
+  audit of that size would be read). That family is defined at every look the schedule may
+  make and these levels add up to ``F level``, so the union bound covers the look the evidence
+  stopped at (whatever chose it): the bounds a report shows are valid, and a family that finds a
+  violation refutes the claim too, so no bound beyond the claim is shown beside a "consistent"
+  verdict.
 """
 
 from __future__ import annotations
@@ -107,6 +112,7 @@ from dpaudit.bounds.tradeoff import TradeoffCurve, approx_dp
 __all__ = [
     "DELTA_MARGIN",
     "E_SHARE",
+    "FINAL_SHARE",
     "LADDER_SHARE",
     "LINE_EPSILONS",
     "STAKE",
@@ -140,6 +146,9 @@ E_SHARE = 0.5
 
 #: Share of the level spent by the ladder of ``(r_k, delta)`` claims (the certified ``eps``).
 LADDER_SHARE = 0.25
+
+#: Share of the families' level kept for the last look the schedule can make (the cap).
+FINAL_SHARE = 0.5
 
 #: Ladder: ``r_k = eps + base (LADDER_GROWTH^k - 1)`` with ``base = max(eps, LADDER_BASE)``, at
 #: most ``LADDER_RUNGS`` rungs and none above ``LADDER_TOP``.
@@ -497,9 +506,22 @@ class SequentialTest:
         return 1.0 / (LADDER_SHARE * self.level)
 
     @property
+    def family_share(self) -> float:
+        """The share of the level the pairs' fixed-sample families spend."""
+        return 1.0 - E_SHARE - LADDER_SHARE
+
+    @property
     def look_gamma(self) -> float:
-        """The level of each pair's fixed-sample family at each look."""
-        return (1.0 - E_SHARE - LADDER_SHARE) * self.level / (self.looks * self.pairs)
+        """The level of each pair's fixed-sample family at a look: half of its share split
+        over every look the schedule may make and the pairs."""
+        return (1.0 - FINAL_SHARE) * self.family_share * self.level / (self.looks * self.pairs)
+
+    @property
+    def final_look_gamma(self) -> float:
+        """The level at the last look the schedule can make (the cap): :attr:`look_gamma` plus
+        :data:`FINAL_SHARE` of the families' share split over the pairs, so that an audit that
+        runs to its cap reads its bounds almost as an audit of that size would."""
+        return self.look_gamma + FINAL_SHARE * self.family_share * self.level / self.pairs
 
     # ------------------------------------------------------------------ feeding
     def restart(self, pair: int) -> None:
@@ -523,8 +545,9 @@ class SequentialTest:
             process.choose(candidates)
 
     def family(self, pair: int, verdict: str) -> None:
-        """The fixed-sample family of ``pair`` at this look (read at :attr:`look_gamma`) gave
-        ``verdict`` (``"violated"`` or ``"consistent"``)."""
+        """The fixed-sample family of ``pair`` at the stop (read at :attr:`look_gamma`, or at
+        :attr:`final_look_gamma` at the cap) gave ``verdict`` (``"violated"`` or
+        ``"consistent"``)."""
         if verdict == "violated":
             self._pairs[pair].refuted_family = True
 
@@ -568,7 +591,7 @@ class SequentialTest:
     def decided_by(self) -> str | None:
         """What refuted the claim: ``"e-value"`` (the claim's test supermartingale), ``"ladder"``
         (the first rung above the claim's ``eps``), ``"family"`` (a pair's fixed-sample family
-        at a look), or ``None``."""
+        at the stop), or ``None``."""
         if self.claim_log_e_value >= math.log(self.e_threshold):
             return "e-value"
         if self.certified_epsilon is not None:
@@ -608,6 +631,8 @@ class SequentialTest:
             "e_threshold": self.e_threshold,
             "ladder_threshold": self.ladder_threshold,
             "look_gamma": self.look_gamma,
+            "final_look_gamma": self.final_look_gamma,
+            "final_share": FINAL_SHARE,
             "looks_at_most": self.looks,
             "pairs": self.pairs,
             "e_value": float(math.exp(min(self.claim_log_e_value, 700.0))),
@@ -627,12 +652,15 @@ class SequentialAudit:
 
     ``test`` is the :class:`SequentialTest` as it stood at the stop; ``results`` the
     :class:`~dpaudit.audit.result.AuditResult` of each pair's last phase at the stop, read at the
-    per-look level (``gamma = test.look_gamma``) and ``verdicts`` their
-    :meth:`~dpaudit.audit.result.AuditResult.verdict` families; ``stopped`` is ``"refuted"``,
-    ``"max_trials"`` (the last phase, of the cap's size, ended undecided) or ``"max_seconds"``,
-    ``reason`` says why in a sentence; ``looks`` and ``phases`` count what was made;
-    ``outputs_per_dataset`` are the outputs each pair drew per dataset over all phases (probe,
-    fit, training, pilot, selection and evaluation); ``schedule`` the design's settings.
+    per-look level (:attr:`SequentialTest.look_gamma`, or :attr:`SequentialTest.final_look_gamma`
+    at the cap) and ``verdicts`` their
+    :meth:`~dpaudit.audit.result.AuditResult.verdict` families; ``stopped`` is ``"refuted"`` (a
+    betting test refuted the claim at a look), ``"max_trials"`` (the last phase, of the cap's
+    size, ended undecided) or ``"max_seconds"``, ``reason`` says why in a sentence (the
+    families, read at the stop, may still refute the claim: :attr:`verdict`); ``looks`` and
+    ``phases`` count what was made; ``outputs_per_dataset`` are the outputs each pair drew per
+    dataset over all phases (probe, fit, training, pilot, selection and evaluation);
+    ``schedule`` the design's settings.
     """
 
     test: SequentialTest
@@ -715,5 +743,6 @@ class SequentialAudit:
             "outputs_per_dataset": list(self.outputs_per_dataset),
             "seconds": self.seconds,
             "schedule": dict(self.schedule),
+            "family_gamma": float(self.results[0].gamma) if self.results else None,
             "evidence": self.evidence(),
         }

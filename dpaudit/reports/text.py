@@ -189,8 +189,9 @@ def sequential_sentence(record: Mapping[str, Any]) -> str:
             f"δ = {format_delta(seq.get('delta', 0.0))}."
         )
     return text + (
-        f" The bounds of this report are read at level {format_number(seq.get('look_gamma'), 3)}"
-        " per look, so they hold at whatever look the audit stopped."
+        f" The bounds of this report are read at level {format_number(seq.get('family_gamma'), 3)},"
+        " this look's share of a level split over every look, so they hold at whatever look the "
+        "audit stopped."
     )
 
 

@@ -257,8 +257,11 @@ def test_the_ladder_and_the_claims_delta():
 
 def test_the_level_is_spent_once_over_every_look_and_pair():
     test = SequentialTest(approx_dp(1.0, 0.0), 0.01, pairs=3, looks=45)
+    # every look and pair at look_gamma, and the cap's extra share once per pair
     spent = E_SHARE * 0.01 + LADDER_SHARE * 0.01 + 45 * 3 * test.look_gamma
+    spent += 3 * (test.final_look_gamma - test.look_gamma)
     assert spent == pytest.approx(0.01, rel=1e-12)
+    assert test.final_look_gamma > 20 * test.look_gamma
     assert test.e_threshold == pytest.approx(1 / (E_SHARE * 0.01))
     assert test.ladder_threshold == pytest.approx(1 / (LADDER_SHARE * 0.01))
 
@@ -300,6 +303,7 @@ def test_a_sequential_audit_stops_early_on_a_clear_violation_and_is_reproducible
     assert record["stopped"] == "refuted" and record["reason"]
     # the result at the stop is read at the per-look level its record states
     assert one.results[0].gamma == pytest.approx(record["look_gamma"], rel=1e-12)
+    assert record["family_gamma"] == one.results[0].gamma
     # the certified eps is a valid lower bound on the true eps = 2
     assert 1.0 < one.epsilon_lower_bound(0.0) <= 2.0
 
@@ -311,6 +315,8 @@ def test_a_correct_mechanism_runs_to_its_cap_and_reports_why():
     assert audit.stopped == "max_trials" and audit.verdict == "consistent"
     assert audit.phases == 2 and audit.looks == 16
     assert "cap" in audit.reason
+    # at the cap the family is read at the cap's larger level
+    assert audit.results[0].gamma == pytest.approx(audit.test.final_look_gamma, rel=1e-12)
     assert audit.epsilon_lower_bound(0.0) <= 1.0
 
 
