@@ -6,6 +6,9 @@ depend on the machine.
 
 from __future__ import annotations
 
+import math
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -14,7 +17,9 @@ import dpaudit as dpa
 from dpaudit.audit.lower_bounds import epsilon_from_errors
 from dpaudit.bounds import ZCDP, approx_dp
 from dpaudit.mechanisms import NeighbouringPair
-from dpaudit.testing import PrivacyViolation, assert_private
+from dpaudit.mechanisms.inputs import InputSpace, Setting, powers_of_two
+from dpaudit.pytest_plugin import effective_options
+from dpaudit.testing import PrivacyViolation, assert_private, input_space, replay_path
 
 pytest_plugins = ["pytester"]
 
@@ -218,3 +223,104 @@ def test_the_pytest_plugin_runs_checks_with_marker_and_command_line_options(pyte
     result = pytester.runpytest("-p", "no:cacheprovider", "--dp-audit-false-alarm=0.001")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*PrivacyViolation*refuted*"])
+
+
+# ------------------------------------------------------------------ searching the input space
+#: Bounds far from zero (offsets 2^20 to 2^60) and as narrow as one ulp, 10 or 1,000 records:
+#: where a float sum's rounding moves it further than the bounds allow.
+SPACE = InputSpace(
+    default=Setting(bounds=(0.0, 1.0), size=10),
+    offsets=powers_of_two(range(20, 61, 8)),
+    widths=(1.0,),
+    width_ulps=(1, 16),
+    sizes=(10, 1000),
+    relations=("replace_one",),
+    generators=("boundary", "rounding"),
+    accumulate=np.sum,
+)
+
+
+@input_space(SPACE)
+def float_sum(dataset, size, rng, *, setting):
+    """A bounded sum as libraries write it: clip, ``numpy.sum``, Laplace noise scaled to the
+    width of the bounds; its float sum can move by more than the width."""
+    lo, hi = setting.bounds
+    total = float(np.sum(np.clip(np.asarray(dataset, dtype=float), lo, hi)))
+    return total + rng.laplace(0.0, (hi - lo) / setting.epsilon, size)
+
+
+@input_space(SPACE)
+def exact_sum(dataset, size, rng, *, setting):
+    """The same sum computed exactly (``math.fsum``, one rounding at the end) with noise scaled
+    to the width plus that rounding's ulp: (eps, 0)-DP."""
+    lo, hi = setting.bounds
+    x = np.clip(np.asarray(dataset, dtype=float), lo, hi)
+    slack = float(np.spacing(x.size * max(abs(lo), abs(hi))))
+    return math.fsum(x) + rng.laplace(0.0, (hi - lo + slack) / setting.epsilon, size)
+
+
+def test_a_float_sum_that_rounds_past_its_bounds_fails_a_search_and_writes_its_replay(tmp_path):
+    with pytest.raises(PrivacyViolation) as caught:
+        assert_private(float_sum, approx_dp(1.0, 0.0), max_seconds=60, replay=tmp_path)
+    error = caught.value
+    assert error.setting is not None and error.setting.magnitude >= 2**20
+    assert error.search is not None and error.audit is None
+    assert error.delta == 0.0 and error.claimed_epsilon == 1.0 and error.epsilon > 1.0
+    assert "rounding" in error.pair.description
+    assert error.replay == replay_path(tmp_path, float_sum, "(1, 0)-DP")
+    assert error.replay.is_file()
+    text = str(error)
+    assert error.setting.describe() in text and "certifies eps >=" in text
+    assert str(error.replay) in text
+    # the next check tests the replayed pair first, sequentially, and fails on it
+    with pytest.raises(PrivacyViolation) as again:
+        assert_private(float_sum, approx_dp(1.0, 0.0), max_seconds=60, replay=tmp_path)
+    replayed = again.value
+    assert replayed.replay == error.replay and replayed.audit is not None
+    assert replayed.search is None and replayed.setting == error.setting
+    np.testing.assert_array_equal(replayed.pair.d_prime, error.pair.d_prime)
+    assert str(replayed).startswith(f"Replayed from {error.replay}")
+
+
+def test_the_same_sum_computed_exactly_passes_the_search(tmp_path):
+    check = assert_private(exact_sum, approx_dp(1.0, 0.0), max_seconds=60, replay=tmp_path)
+    assert check.stopped == "searched" and check.search is not None
+    assert len(check.search.candidates) > 50
+    assert check.epsilon_lower_bound(0.0) <= 1.0
+    assert not list(tmp_path.iterdir())  # nothing to replay
+
+
+def test_a_damaged_replay_file_is_ignored_and_a_claim_may_depend_on_the_setting(tmp_path):
+    replay_path(tmp_path, exact_sum, "(0.5, 0)-DP").write_bytes(b"not a replay file")
+    space = replace(SPACE, offsets=(), width_ulps=(), sizes=(), epsilons=(0.5,))
+    check = assert_private(
+        exact_sum,
+        lambda setting: approx_dp(setting.epsilon, 0.0),
+        space=replace(space, default=replace(space.default, epsilon=0.5)),
+        max_seconds=30,
+        replay=tmp_path,
+    )
+    assert check.search is not None and check.claim == "(0.5, 0)-DP"
+
+
+def test_the_command_line_budget_raises_a_markers_and_never_lowers_it():
+    cli = {"max_seconds": 60.0, "seed": 7, "replay": "r"}
+    assert effective_options(cli, [{"max_seconds": 10.0}], {})["max_seconds"] == 60.0
+    assert effective_options(cli, [{"max_seconds": 600.0}], {})["max_seconds"] == 600.0
+    assert effective_options(cli, [], {"max_seconds": 5.0})["max_seconds"] == 60.0
+    assert effective_options(cli, [{"max_seconds": None}], {})["max_seconds"] is None
+    # other options: the call over the markers (the closest last) over the command line
+    options = effective_options(cli, [{"seed": 1}, {"seed": 2}], {"trials": 1024})
+    assert options["seed"] == 2 and options["trials"] == 1024 and options["replay"] == "r"
+    assert effective_options({}, [{"max_seconds": 10.0}], {})["max_seconds"] == 10.0
+
+
+def test_an_input_space_needs_a_release_function():
+    with pytest.raises(ValueError, match="space"):
+        input_space(42)
+    with pytest.raises(ValueError, match="space"):
+        assert_private(dpa.mechanisms.Laplace(1.0), approx_dp(1.0, 0.0), space=42)
+    with pytest.raises(ValueError, match="release function"):
+        assert_private(dpa.mechanisms.Laplace(1.0), approx_dp(1.0, 0.0), space=SPACE)
+    with pytest.raises(ValueError, match="replay"):
+        assert_private(exact_sum, approx_dp(1.0, 0.0), replay=3)
