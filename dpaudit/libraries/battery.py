@@ -44,13 +44,14 @@ time (for a seeded library, and a seconds budget that does not bind).
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import itertools
 import math
 import re
 import time
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -696,9 +697,7 @@ def _run_row(
     if plan.until_decided:
         return _decided_row(plan, index, library_version, at(row.candidates[0]), start)
     try:
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
-            # the library's own notices, once per call, and numpy's on its overflows
-            warnings.filterwarnings("ignore", module=re.escape(library.module))
+        with _quiet(library):
             found = search_inputs(
                 audited,
                 row.candidates,
@@ -712,9 +711,7 @@ def _run_row(
                 n_jobs=1,
             )
     except Exception as exc:  # the library's own code failed: a row, not a crash
-        message = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
-        record: dict[str, Any] = {"name": row.name, "verdict": "error", "error": message}
-        return record, time.perf_counter() - start
+        return _error_record(row, exc), time.perf_counter() - start
     candidate = found.candidate
     box, claimed = at(candidate)
     setting = "" if candidate.setting is None else f" at {candidate.setting.describe()}"
@@ -725,18 +722,8 @@ def _run_row(
         if len(found.candidates) > 1
         else ""
     )
-    record = build_record(
-        found.best,
-        name=row.name,
-        mechanism=box,
-        claim=claimed.curve,
-        claim_table=dict(claimed.table),
-        deltas=claimed.deltas,
-        description=f"{library.name} {library_version}: {row.function.name}, "
-        f"{row.relation} neighbours, pair from the {row.generator} generator{setting}"
-        f"{searched}; claim: {claimed.text}",
-    )
-    record["versions"] = {**record.get("versions", {}), library.package: library_version}
+    how = f"pair from the {row.generator} generator{setting}{searched}"
+    record = _record(found.best, row, library, library_version, box, claimed, how)
     pair = record.get("pair") or {}
     for side in ("d", "d_prime"):
         if side in pair:
@@ -770,8 +757,7 @@ def _decided_row(
     library, row = plan.library, plan.rows[index]
     box, claimed = built
     try:
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
-            warnings.filterwarnings("ignore", module=re.escape(library.module))
+        with _quiet(library):
             audit = audit_sequential(
                 box,
                 claimed.curve,
@@ -783,23 +769,48 @@ def _decided_row(
                 deltas=claimed.deltas,
             )
     except Exception as exc:  # the library's own code failed: a row, not a crash
-        message = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
-        return {"name": row.name, "verdict": "error", "error": message}, (
-            time.perf_counter() - start
-        )
+        return _error_record(row, exc), time.perf_counter() - start
+    how = f"pairs from the {row.generator} generator, run until decided"
+    record = _record(audit.results[audit.pair], row, library, library_version, box, claimed, how)
+    return record, time.perf_counter() - start
+
+
+@contextlib.contextmanager
+def _quiet(library: Library) -> Iterator[None]:
+    """Without the library's own notices (once per call) and numpy's on its overflows."""
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.filterwarnings("ignore", module=re.escape(library.module))
+        yield
+
+
+def _error_record(row: Row, exc: BaseException) -> dict[str, Any]:
+    """The record of a row whose function raised: its error in one line."""
+    message = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+    return {"name": row.name, "verdict": "error", "error": message}
+
+
+def _record(
+    result: Any,
+    row: Row,
+    library: Library,
+    library_version: str,
+    box: BlackBox,
+    claimed: Claimed,
+    how: str,
+) -> dict[str, Any]:
+    """The report record of a row's audit, ``how`` saying where its pair came from."""
     record = build_record(
-        audit.results[audit.pair],
+        result,
         name=row.name,
         mechanism=box,
         claim=claimed.curve,
         claim_table=dict(claimed.table),
         deltas=claimed.deltas,
         description=f"{library.name} {library_version}: {row.function.name}, "
-        f"{row.relation} neighbours, pairs from the {row.generator} generator, run until "
-        f"decided; claim: {claimed.text}",
+        f"{row.relation} neighbours, {how}; claim: {claimed.text}",
     )
     record["versions"] = {**record.get("versions", {}), library.package: library_version}
-    return record, time.perf_counter() - start
+    return record
 
 
 def _table_row(row: Row, record: Mapping[str, Any], seconds: float) -> dict[str, Any]:
