@@ -502,7 +502,8 @@ def assert_private(
     if audit.verdict == "violated":
         pair = tested[audit.pair]
         raise PrivacyViolation.of_audit(audit, pair, curve.name, false_alarm)
-    return _passed(curve.name, false_alarm, audit, None)
+    trials = int(audit.results[0].trials)
+    return PrivacyCheck(curve.name, false_alarm, audit, trials, audit.stopped, audit.seconds)
 
 
 def _sequential(
@@ -530,25 +531,6 @@ def _sequential(
         seed=seed,
         deltas=deltas,
         n_jobs=design["n_jobs"],
-    )
-
-
-def _passed(
-    claim: str,
-    false_alarm: float,
-    audit: SequentialAudit | None,
-    search: InputSearchResult | None,
-    seconds: float | None = None,
-) -> PrivacyCheck:
-    last = search.best if search is not None else audit.results[0]  # type: ignore[union-attr]
-    return PrivacyCheck(
-        claim=claim,
-        false_alarm=false_alarm,
-        audit=audit,
-        trials=int(last.trials),
-        stopped="searched" if search is not None else audit.stopped,  # type: ignore[union-attr]
-        seconds=audit.seconds if seconds is None else seconds,  # type: ignore[union-attr]
-        search=search,
     )
 
 
@@ -614,8 +596,10 @@ def _search_check(
     asked = tuple(dict.fromkeys([*(float(d) for d in design["deltas"]), delta]))
     verdict = search.best.verdict(curve, asked)
     if verdict["verdict"] != "violated":
-        return _passed(
-            default_claim.name, false_alarm, audit, search, time.perf_counter() - started
+        seconds = time.perf_counter() - started
+        trials = int(search.best.trials)
+        return PrivacyCheck(
+            default_claim.name, false_alarm, audit, trials, "searched", seconds, search
         )
     candidate = search.candidate
     pair = search.best.pair
