@@ -107,7 +107,7 @@ from scipy import optimize, special
 
 from dpaudit._core.validation import check_integer, check_probability
 from dpaudit.audit.empirical import cumulative_errors
-from dpaudit.bounds.tradeoff import TradeoffCurve, approx_dp
+from dpaudit.bounds.tradeoff import TradeoffCurve
 
 __all__ = [
     "DELTA_MARGIN",
@@ -207,6 +207,22 @@ def _support_delta(curve: TradeoffCurve, eps: np.ndarray) -> np.ndarray:
     values = TradeoffCurve(curve.__call__, name=curve.name, symmetric=curve.symmetric)
     with np.errstate(all="ignore"):
         return np.asarray(values.delta(eps), dtype=float)
+
+
+def _rung_lines(epsilon: float, delta: float) -> SupportingLines:
+    """The lines of ``(epsilon, delta)``-DP at the slopes ``epsilon + _RUNG_SLOPES``: the claim's
+    profile is ``delta`` at every ``eps' >= epsilon`` (its curve's dual, in closed form), in both
+    orders (the curve is symmetric); equal to :func:`supporting_lines` of
+    :func:`~dpaudit.bounds.tradeoff.approx_dp` at those slopes, without its numerical dual."""
+    eps = epsilon + _RUNG_SLOPES
+    share, scale = special.expit(eps), special.expit(-eps)
+    offset = (1.0 - delta - DELTA_MARGIN) * scale
+    return SupportingLines(
+        np.concatenate([share, scale]),
+        np.concatenate([offset, offset]),
+        np.concatenate([eps, eps]),
+        ("d_d_prime",) * eps.size + ("d_prime_d",) * eps.size,
+    )
 
 
 def _toward(p: np.ndarray, k: np.ndarray) -> np.ndarray:
@@ -486,9 +502,7 @@ class SequentialTest:
         self.claimed_epsilon = float(self.claim.epsilon(self.delta))
         self.rungs = ladder(self.claimed_epsilon)
         claim_lines = self.lines = supporting_lines(self.claim)
-        rung_lines = [
-            supporting_lines(approx_dp(r, self.delta), r + _RUNG_SLOPES) for r in self.rungs
-        ]
+        rung_lines = [_rung_lines(r, self.delta) for r in self.rungs]
         self._pairs = [
             _Pair(BettingProcess(claim_lines), [BettingProcess(lines) for lines in rung_lines])
             for _ in range(self.pairs)

@@ -72,6 +72,14 @@ def test_every_supporting_line_contains_the_claimed_curve_and_touches_it(name):
         assert (w * a[None, :] + (1 - w) * b[None, :] - c).min(axis=1).max() < 1e-4
 
 
+def test_a_rungs_lines_in_closed_form_are_those_of_its_curve():
+    closed = sequential._rung_lines(0.7, 1e-4)
+    numeric = supporting_lines(approx_dp(0.7, 1e-4), 0.7 + sequential._RUNG_SLOPES)
+    np.testing.assert_allclose(closed.weight, numeric.weight, rtol=1e-15)
+    np.testing.assert_allclose(closed.offset, numeric.offset, rtol=1e-12, atol=1e-18)
+    assert closed.order == numeric.order
+
+
 def test_lines_of_an_approximate_dp_claim_are_its_two_pieces_at_its_own_eps():
     lines = supporting_lines(approx_dp(1.0, 0.01), [1.0])
     w = math.e / (1 + math.e)
