@@ -48,6 +48,10 @@ ARGUMENTS: dict[str, tuple[list[str], list[str]]] = {
     "scores": (["--seeds", "200"], ["--seeds", "20"]),
     "peers": (["--seeds", "20"], ["--quick"]),
     "testing": (["--seeds", "10"], ["--seeds", "3"]),
+    "sequential": (
+        ["--seeds", "3"],
+        ["--seeds", "1", "--names", "laplace_float", "noisy_prefix_sums", "--cap", "65536"],
+    ),
     # The GPU run is its own: python bench/bench_device.py --device cuda
     "device": (["--device", "cpu", "--quick"], ["--device", "cpu", "--quick"]),
     "library_report": ([], ["--trials", "2000", "--quick"]),

@@ -259,6 +259,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-o", "--output", type=Path, required=True, metavar="DIR", help=_OUTPUT_HELP)
     _add_overrides(run)
     _add_scale_out(run)
+    run.add_argument(
+        "--until-decided",
+        action="store_true",
+        dest="until_decided",
+        help="audit each claim sequentially and stop as soon as an anytime-valid test decides "
+        "it; an audit's trials become the cap (the last phase's trials per dataset)",
+    )
     _add_fail_on_violation(run)
     run.set_defaults(func=_cmd_run)
 
@@ -365,6 +372,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="draw every row's figures in the report (default: the violated rows' and a "
         "summary figure)",
+    )
+    library.add_argument(
+        "--until-decided",
+        action="store_true",
+        dest="until_decided",
+        help="audit each row sequentially and stop it as soon as it is decided; --trials is "
+        "then the cap",
     )
     _add_quiet(library)
     library.set_defaults(func=_cmd_library)
@@ -494,7 +508,16 @@ def _run_audits(
         a.with_overrides(trials=args.trials, seed=args.seed, n_jobs=n_jobs, device=args.device)
         for a in audits
     ]
+    until_decided = bool(getattr(args, "until_decided", False))
+    if until_decided and args.store is not None:
+        raise _UsageError("--store does not apply to --until-decided (a sequential audit)")
     for spec in audits:  # before any audit runs, so that none is run in vain
+        conflicts = spec.sequential_conflicts() if until_decided and spec.tested_claim() else []
+        if conflicts:
+            raise ValueError(
+                f"{spec.origin}: --until-decided chooses thresholds, selection and device "
+                f"itself; remove {', '.join(conflicts)}"
+            )
         try:
             check_output_size(spec.mechanism, spec.pair)
             if spec.device is not None:
@@ -502,7 +525,7 @@ def _run_audits(
         except ValueError as exc:
             raise ValueError(f"{spec.origin}: {exc}") from None
     with backends.backend(args.backend, scheduler=args.scheduler, n_workers=n_workers):
-        records = _audit_records(audits, args)
+        records = _audit_records(audits, args, until_decided)
     reports.write(records, output)
     if not args.quiet:
         _summary(records, output)
@@ -592,13 +615,25 @@ def _named(origin: str) -> Iterator[None]:
         raise ValueError(f"{origin}: {exc}") from None
 
 
-def _audit_records(audits: Sequence[specs.AuditSpec], args: argparse.Namespace) -> list[dict]:
+def _audit_records(
+    audits: Sequence[specs.AuditSpec], args: argparse.Namespace, until_decided: bool = False
+) -> list[dict]:
     records = []
     for index, spec in enumerate(audits, 1):
+        sequential = until_decided and spec.tested_claim() is not None
         if not args.quiet:
-            _stage(index, len(audits), spec.name, _size_text(spec))
+            what = _size_text(spec)
+            if sequential:
+                what = f"until decided, at most {what}"
+            elif until_decided:
+                what += " (no claim to decide: the full budget)"
+            _stage(index, len(audits), spec.name, what)
         with _progress(args) as progress, _named(spec.origin):
-            result = spec.run(progress=progress, store=_store_directory(args.store, spec.name))
+            result = spec.run(
+                progress=progress,
+                store=_store_directory(args.store, spec.name),
+                until_decided=sequential,
+            )
         records.append(
             reports.build_record(
                 result,
@@ -650,6 +685,7 @@ def _cmd_library(args: argparse.Namespace) -> Verdicts:
         budget=args.budget,
         confidence=args.confidence,
         seed=args.seed,
+        until_decided=args.until_decided,
     )
     lib = plan.library
     seeded = "" if lib.seeded else f"; {lib.name} cannot be seeded: {libraries.NOT_REPRODUCIBLE}"

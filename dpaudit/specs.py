@@ -71,7 +71,13 @@ from dpaudit._core.validation import (
 from dpaudit.attacks.base import Attack
 from dpaudit.audit.accountant import AccountantAuditSpec
 from dpaudit.audit.device import check_support
-from dpaudit.audit.engine import audit_mechanism, most_outputs, selection_trials_for
+from dpaudit.audit.engine import (
+    FIRST_PHASE_TRIALS,
+    audit_mechanism,
+    audit_sequential,
+    most_outputs,
+    selection_trials_for,
+)
 from dpaudit.audit.limits import check_trials
 from dpaudit.audit.strategies import STRATEGIES
 from dpaudit.bounds.gaussian_dp import gdp
@@ -1064,11 +1070,58 @@ class AuditSpec:
             selection = selection_trials_for(self.mechanism, self.trials)
         return most_outputs(self.trials, selection)
 
-    def run(self, *, progress: Any = None, store: str | Path | None = None) -> Any:
+    def tested_claim(self) -> TradeoffCurve | None:
+        """The claim the audit tests: the spec's, else the mechanism's own stated claim (theory
+        method ``"claim"``), else ``None``."""
+        if self.claim is not None:
+            return self.claim
+        if "claim" in getattr(self.mechanism, "theory_methods", ()):
+            return self.mechanism.tradeoff("claim")
+        return None
+
+    def sequential_conflicts(self) -> list[str]:
+        """The settings a sequential audit (``--until-decided``) cannot honour: it chooses its
+        thresholds and selection sample itself and runs on numpy."""
+        conflicts = []
+        if self.strategy != "holdout":
+            conflicts.append(f"strategy = {self.strategy!r}")
+        for key in ("threshold", "selection_trials", "device"):
+            if getattr(self, key) is not None:
+                conflicts.append(f"{key} = {getattr(self, key)!r}")
+        return conflicts
+
+    def run(
+        self,
+        *,
+        progress: Any = None,
+        store: str | Path | None = None,
+        until_decided: bool = False,
+    ) -> Any:
         """Run the audit with :func:`dpaudit.audit`; returns its ``AuditResult``.
 
-        ``store`` is a directory that keeps finished batches, so that a rerun resumes.
+        ``store`` is a directory that keeps finished batches, so that a rerun resumes. With
+        ``until_decided`` an audit with a claim (:meth:`tested_claim`) runs sequentially
+        (:func:`dpaudit.audit.engine.audit_sequential`, at level ``1 - confidence``, phases from
+        ``min(FIRST_PHASE_TRIALS, trials)`` up to ``trials`` per dataset) and stops as soon as
+        the evidence decides; the result is its last phase's, with ``metadata["sequential"]``
+        saying when and why it stopped.
         """
+        claim = self.tested_claim() if until_decided else None
+        if claim is not None:
+            audit = audit_sequential(
+                self.mechanism,
+                claim,
+                self.pair,
+                self.attack,
+                level=1.0 - self.confidence,
+                trials=min(FIRST_PHASE_TRIALS, self.trials),
+                max_trials=self.trials,
+                seed=self.seed,
+                deltas=self.deltas,
+                n_jobs=1 if self.n_jobs is None else self.n_jobs,
+                progress=bool(progress),
+            )
+            return audit.results[audit.pair]
         return audit_mechanism(
             self.mechanism,
             self.pair,

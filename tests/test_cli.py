@@ -650,3 +650,50 @@ def test_a_command_first_removes_what_a_killed_report_writer_left(tmp_path, caps
     code, _, err = run_cli(capsys, "report", tmp_path / "missing.json", "-o", tmp_path / "out")
     assert code == EXIT_USER_ERROR and "not found" in err
     assert leftovers(tmp_path) == []
+
+
+def test_until_decided_stops_a_refuted_claim_early_and_says_when_and_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], no_figures: None
+) -> None:
+    out_dir = tmp_path / "seq"
+    code, out, err = run_cli(capsys, "run", OVERCLAIMED, "-o", out_dir, "--until-decided")
+    assert code == EXIT_VIOLATION
+    (audit,) = json.loads((out_dir / "results.json").read_text())["audits"]
+    sequential = audit["sequential"]
+    assert audit["verdict"] == "violated" and sequential["refuted"]
+    assert sequential["stopped"] == "refuted" and sequential["reason"]
+    # the spec's 100,000 trials are the cap; a clear violation stops in the first phase
+    assert sequential["schedule"]["max_trials"] == 100_000
+    assert sequential["phases"] == 1 and max(sequential["outputs_per_dataset"]) < 10_000
+    # the bounds shown are read at the per-look level, which the record states
+    assert audit["gamma_share"] * (1 - audit["confidence"]) == pytest.approx(
+        sequential["family_gamma"], rel=1e-12
+    )
+    page = (out_dir / "index.html").read_text()
+    assert "Sequential audit: stopped after" in page and "because" in page
+    assert "until decided, at most 100,000 trials per dataset" in err
+    assert "Sequential audit" in out
+
+
+def test_until_decided_refuses_what_a_sequential_audit_cannot_honour(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = tmp_path / "fixed.toml"
+    spec.write_text(
+        OVERCLAIMED.read_text(encoding="utf-8") + 'strategy = "bonferroni"\n', encoding="utf-8"
+    )
+    code, _, err = run_cli(capsys, "run", spec, "-o", tmp_path / "o", "--until-decided")
+    assert code == EXIT_USER_ERROR
+    assert "--until-decided" in err and "strategy = 'bonferroni'" in err
+    assert not (tmp_path / "o").exists()
+    code, _, err = run_cli(
+        capsys,
+        "run",
+        OVERCLAIMED,
+        "-o",
+        tmp_path / "o",
+        "--until-decided",
+        "--store",
+        tmp_path / "s",
+    )
+    assert code == EXIT_USER_ERROR and "--store" in err

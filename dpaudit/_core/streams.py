@@ -36,8 +36,9 @@ __all__ = [
 
 #: Stream ids of ``spawn_key=(id, chunk)``: the engine's fit sample, pilot, selection and
 #: evaluation trials, output-shape probe and timing draws; the accountant audit's two orders of
-#: the pair and its probe; the root seed of each look of :func:`dpaudit.testing.assert_private`
-#: (:func:`derived_seed`).
+#: the pair and its probe; the root seed of each phase of a sequential audit on each pair
+#: (:func:`dpaudit.audit.engine.audit_sequential`, by :func:`derived_seed`). Id 19 seeded the
+#: fixed looks of ``assert_private`` before it became sequential; it is retired, never reused.
 STREAMS = {
     "fit": 0,
     "pilot": 1,
@@ -48,7 +49,7 @@ STREAMS = {
     "accountant_d_d_prime": 16,
     "accountant_d_prime_d": 17,
     "accountant_probe": 18,
-    "assert_private_look": 19,
+    "sequential_phase": 20,
 }
 
 #: Entropy tags: the learned attack's extra training outputs (``"learn"``), the pilot audits

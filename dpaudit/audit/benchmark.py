@@ -18,7 +18,7 @@ from dpaudit.attacks.learned import Learned
 from dpaudit.audit.engine import audit_mechanism
 from dpaudit.mechanisms.flawed import FLAWED, PUBLISHED, flawed
 
-__all__ = ["run_benchmark", "summarize_benchmark"]
+__all__ = ["benchmark_attack", "run_benchmark", "summarize_benchmark"]
 
 
 def summarize_benchmark(frame: Any) -> dict[str, int]:
@@ -37,6 +37,21 @@ def summarize_benchmark(frame: Any) -> dict[str, int]:
         "above_published": int((published & (frame["certified"] > frame["published"])).sum()),
         "above_true_upper": int((frame["certified"] > frame["true_upper"] + 1e-12).sum()),
     }
+
+
+def benchmark_attack(mechanism: Any, seed: int = 0, train_trials: int = 2**17) -> DeltaLeak:
+    """The benchmark's attack on a flawed mechanism's worst-case pair: a learned score (with the
+    mechanism's distinguishing statistic when it has one) plus exact-output events, learned from
+    the engine's fit sample plus ``train_trials`` outputs per dataset (raised to the mechanism's
+    :attr:`~dpaudit.mechanisms.flawed.FlawedMechanism.benchmark_train_trials`)."""
+    pair = mechanism.worst_case_pair()
+    return DeltaLeak(
+        Learned(features=mechanism.features(pair), seed=seed),
+        mechanism=mechanism,
+        pair=pair,
+        train_trials=max(train_trials, mechanism.benchmark_train_trials),
+        seed=seed,
+    )
 
 
 def run_benchmark(
@@ -81,13 +96,7 @@ def run_benchmark(
         pair = mechanism.worst_case_pair()
         n = check_integer(f"trials_for[{name!r}]", overrides.get(name, trials), minimum=1)
         started = time.perf_counter()
-        attack = DeltaLeak(
-            Learned(features=mechanism.features(pair), seed=seed),
-            mechanism=mechanism,
-            pair=pair,
-            train_trials=max(train_trials, mechanism.benchmark_train_trials),
-            seed=seed,
-        )
+        attack = benchmark_attack(mechanism, seed, train_trials)
         result = audit_mechanism(
             mechanism,
             pair,

@@ -41,6 +41,7 @@ audit with a ``ValueError`` naming the mechanism, the stream, the chunk and the 
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import math
 import os
@@ -55,8 +56,14 @@ import numpy as np
 from dpaudit._core.device import check_device, torch_device
 from dpaudit._core.provenance import audit_metadata, versions
 from dpaudit._core.streams import STREAMS as _ALL_STREAMS
-from dpaudit._core.streams import chunk_generator
-from dpaudit._core.validation import check_choice, check_integer, check_n_jobs, check_probability
+from dpaudit._core.streams import chunk_generator, derived_seed
+from dpaudit._core.validation import (
+    check_choice,
+    check_integer,
+    check_n_jobs,
+    check_positive,
+    check_probability,
+)
 from dpaudit.attacks.base import Attack
 from dpaudit.attacks.delta_leak import DeltaLeak
 from dpaudit.attacks.likelihood_ratio import LikelihoodRatio
@@ -71,7 +78,8 @@ from dpaudit.audit.limits import (
     check_trials,
 )
 from dpaudit.audit.privacy_loss import PrivacyLossStatistics
-from dpaudit.audit.result import AuditResult
+from dpaudit.audit.result import DEFAULT_DELTAS, AuditResult, claim_curve
+from dpaudit.audit.sequential import SequentialAudit, SequentialTest
 from dpaudit.audit.store import ChunkStore
 from dpaudit.audit.strategies import STRATEGIES, default_selection_trials
 from dpaudit.mechanisms.base import NeighbouringPair
@@ -81,6 +89,12 @@ if TYPE_CHECKING:  # joblib and tqdm are imported when trials run, not with dpau
 
 __all__ = [
     "audit_mechanism",
+    "audit_sequential",
+    "look_chunks",
+    "phase_trials",
+    "FIRST_PHASE_TRIALS",
+    "PHASE_CHUNKS",
+    "LOOKS_PER_PHASE",
     "default_bins",
     "default_chunk_size",
     "chunk_generator",
@@ -938,6 +952,97 @@ def audit_mechanism(
     if selection_trials is None:
         selection_trials = selection_trials_for(mechanism, trials)
     selection_trials = check_trials("selection_trials", selection_trials, minimum=2)
+    setup = _setup(
+        mechanism,
+        pair,
+        attack,
+        trials=trials,
+        selection_trials=selection_trials,
+        seed=seed,
+        confidence=confidence,
+        strategy=strategy,
+        fixed=fixed,
+        bins=bins,
+        chunk_size=chunk_size,
+        n_jobs=n_jobs,
+        progress=progress,
+        store=store,
+        privacy_loss=privacy_loss,
+        device=device,
+    )
+    job = setup.job
+    bar = _progress_bar(progress, selection_trials + trials, mechanism)
+    if setup.target is None:
+        totals = _run_streams(
+            job,
+            selection_trials,
+            trials,
+            setup.values_per_output,
+            setup.chunk_store,
+            setup.n_jobs,
+            bar,
+        )
+    else:
+        totals = _device_streams(
+            job, setup.target, selection_trials, trials, setup.values_per_output, bar
+        )
+    return _result(
+        setup,
+        totals["selection"].counts,
+        totals["evaluation"],
+        trials=trials,
+        selection_trials=selection_trials,
+        confidence=confidence,
+        strategy=strategy,
+        fixed=fixed,
+        started=started,
+    )
+
+
+@dataclass
+class _Setup:
+    """An audit ready to draw its selection and evaluation trials: the job (attack fitted, grid
+    fixed by the pilot), the workers, and what its record says about how it got there."""
+
+    job: _Job
+    n_jobs: int
+    default: bool
+    exact: bool
+    probe_outputs: int
+    fit_trials: int
+    training_outputs: int
+    pilot_trials: int
+    values_per_output: int
+    target: Any
+    chunk_store: ChunkStore | None
+
+
+def _setup(
+    mechanism: Any,
+    pair: NeighbouringPair | None,
+    attack: Attack | None,
+    *,
+    trials: int,
+    selection_trials: int,
+    seed: int,
+    confidence: float,
+    strategy: str,
+    fixed: np.ndarray | None,
+    bins: int | None,
+    chunk_size: int | None,
+    n_jobs: int | None,
+    progress: bool | None,
+    store: str | os.PathLike[str] | None,
+    privacy_loss: bool,
+    device: str | None,
+    chunks_at_least: int = 1,
+    fit: bool = True,
+) -> _Setup:
+    """Check the run's options, probe the output, choose and fit the attack and fix the grid by
+    the pilot (:func:`audit_mechanism`, steps 1 and 2). With ``chunk_size=None`` the default
+    chunk size is halved until the evaluation stream has at least ``chunks_at_least`` chunks
+    (never below ``SMALLEST_CHUNK``). ``fit=False``: ``attack`` is already fitted (on outputs
+    independent of this audit's streams) and is used as it is."""
     bins = (
         default_bins(trials)
         if bins is None
@@ -965,6 +1070,8 @@ def audit_mechanism(
             if device is None
             else _device.default_chunk_size(values_per_output)
         )
+        while chunk_size > SMALLEST_CHUNK and -(-trials // chunk_size) < chunks_at_least:
+            chunk_size //= 2
     chunk_size = check_integer("chunk_size", chunk_size, minimum=1)
     if device is not None:
         _device.check_chunks(chunk_size, max(trials, selection_trials))
@@ -974,7 +1081,7 @@ def audit_mechanism(
     attack = _chosen_attack(
         mechanism, pair, attack, probe, overhead_budget(trials, selection_trials), device
     )
-    budget = overhead_budget(trials, selection_trials, attack.learns)
+    budget = overhead_budget(trials, selection_trials, attack.learns and fit)
     fit_trials, pilot_trials = budget["fit"], budget["pilot"]
     if target is None:
         per_trial = _check_speed(
@@ -997,7 +1104,8 @@ def audit_mechanism(
                 file=sys.stderr,
                 flush=True,
             )
-    attack = _fitted_attack(mechanism, pair, attack, seed, output_shape, budget)
+    if fit:
+        attack = _fitted_attack(mechanism, pair, attack, seed, output_shape, budget)
     exact = _is_exact(attack, mechanism, pair)
     if privacy_loss:
         _check_exact(attack, mechanism, pair)
@@ -1035,18 +1143,39 @@ def audit_mechanism(
     else:
         pilot = _device.pilot_scores(job, target, pilot_trials)
         job = dataclasses.replace(job, grid=ScoreGrid.from_scores(pilot, bins=bins))
-    bar = _progress_bar(progress, selection_trials + trials, mechanism)
-    if target is None:
-        totals = _run_streams(
-            job, selection_trials, trials, values_per_output, chunk_store, n_jobs, bar
-        )
-    else:
-        totals = _device_streams(job, target, selection_trials, trials, values_per_output, bar)
-    grid = job.grid
+    return _Setup(
+        job,
+        int(n_jobs) if n_jobs is not None else 1,
+        default,
+        exact,
+        int(probe.shape[0]),
+        fit_trials,
+        int(attack.extra_outputs) if fit else 0,
+        pilot_trials,
+        values_per_output,
+        target,
+        chunk_store,
+    )
 
-    evaluation = totals["evaluation"]
-    metadata = audit_metadata(mechanism, pair, attack, exact)
-    metadata["attack"]["default"] = default
+
+def _result(
+    setup: _Setup,
+    selection_counts: np.ndarray,
+    evaluation: _Tally,
+    *,
+    trials: int,
+    selection_trials: int,
+    confidence: float,
+    strategy: str,
+    fixed: np.ndarray | None,
+    started: float,
+    gamma_share: float = 1.0,
+) -> AuditResult:
+    """The :class:`AuditResult` of ``setup``'s audit from its stream totals (step 4)."""
+    job, target = setup.job, setup.target
+    mechanism, pair, attack, grid = job.mechanism, job.pair, job.attack, job.grid
+    metadata = audit_metadata(mechanism, pair, attack, setup.exact)
+    metadata["attack"]["default"] = setup.default
     if target is not None:
         metadata["versions"] = versions(libraries=("numpy", "torch"))
         metadata["random"]["bit_generator"] = (
@@ -1055,10 +1184,10 @@ def audit_mechanism(
         metadata["random"]["streams"] += "; torch generators seeded by chunk_seeds"
         metadata["random"]["device"] = str(target)
     metadata["random"]["outputs_per_dataset"] = {
-        "probe": int(probe.shape[0]),
-        "fit": fit_trials,
-        "training": int(attack.extra_outputs),
-        "pilot": pilot_trials,
+        "probe": setup.probe_outputs,
+        "fit": setup.fit_trials,
+        "training": setup.training_outputs,
+        "pilot": setup.pilot_trials,
         "selection": selection_trials,
         "evaluation": trials,
     }
@@ -1072,18 +1201,422 @@ def audit_mechanism(
         name=f"{getattr(mechanism, 'name', type(mechanism).__name__)} / {attack.name}",
         trials=trials,
         selection_trials=selection_trials,
-        pilot_trials=pilot_trials,
-        fit_trials=fit_trials,
-        seed=seed,
+        pilot_trials=setup.pilot_trials,
+        fit_trials=setup.fit_trials,
+        seed=job.seed,
         confidence=confidence,
         strategy=strategy,
         elapsed_seconds=time.perf_counter() - started,
         grid=grid,
         counts=evaluation.counts,
-        selection_counts=totals["selection"].counts,
-        privacy_loss=_privacy_loss(evaluation, grid) if privacy_loss else None,
+        selection_counts=selection_counts,
+        privacy_loss=_privacy_loss(evaluation, grid) if job.privacy_loss else None,
         fixed_thresholds=fixed,
         fixed_counts=None if fixed is None else _fixed_counts(evaluation, fixed),
-        chunk_size=chunk_size,
+        chunk_size=job.chunk_size,
+        gamma_share=gamma_share,
         metadata=metadata,
     )
+
+
+#: Evaluation trials per dataset of the first phase of a sequential audit, by default.
+FIRST_PHASE_TRIALS = 4096
+
+#: A sequential phase's evaluation stream has at least this many chunks (its looks fall on them).
+PHASE_CHUNKS = 16
+
+#: Most looks per phase: at ``ceil(M 2^(-j/2))`` of its ``M`` evaluation chunks, ``j = 8 .. 0``.
+LOOKS_PER_PHASE = 9
+
+
+def phase_trials(trials: int, growth: int, max_trials: int) -> list[int]:
+    """Evaluation trials per dataset of each phase of a sequential audit: ``trials``, then
+    ``growth`` times more each phase, the last one ``max_trials``."""
+    trials = check_integer("trials", trials, minimum=2)
+    growth = check_integer("growth", growth, minimum=2)
+    max_trials = check_integer("max_trials", max_trials, minimum=trials)
+    sizes = [trials]
+    while sizes[-1] < max_trials:
+        sizes.append(min(sizes[-1] * growth, max_trials))
+    return sizes
+
+
+def look_chunks(n_chunks: int) -> list[int]:
+    """The evaluation chunks a phase of ``n_chunks`` has drawn at each of its looks, in order:
+    ``ceil(n_chunks 2^(-j/2))`` for ``j = LOOKS_PER_PHASE - 1, ..., 0`` (distinct values)."""
+    return sorted({math.ceil(n_chunks * 2.0 ** (-j / 2)) for j in range(LOOKS_PER_PHASE)})
+
+
+def _chunk_tally(job: _Job, stream: str, first: int, stop: int, total: int, n_jobs: int) -> _Tally:
+    """The tally of chunks ``first .. stop - 1`` of a stream of ``total`` trials per dataset: in
+    this process, or cut into batches for ``n_jobs`` workers (integer counts do not depend on
+    where they are cut)."""
+    from joblib import Parallel, delayed
+
+    count = stop - first
+    if n_jobs == 1 or count < 2:
+        return _run_batch(job, stream, first, count, total)
+    per = max(1, -(-count // (4 * (os.cpu_count() or 1))))
+    parts = [(start, min(per, stop - start)) for start in range(first, stop, per)]
+    run = single_threaded(_run_batch) if on_dask() else _run_batch
+    tallies = Parallel(n_jobs=n_jobs)(delayed(run)(job, stream, a, n, total) for a, n in parts)
+    out = tallies[0]
+    for tally in tallies[1:]:
+        out.add(tally)
+    return out
+
+
+@dataclass
+class _Phase:
+    """One pair's phase of a sequential audit: its setup, its looks and its counts so far."""
+
+    setup: _Setup
+    trials: int
+    selection_trials: int
+    looks: list[int]
+    made: int
+    selection: _Tally
+    evaluation: _Tally
+
+    @property
+    def n_chunks(self) -> int:
+        return self.looks[-1]
+
+    def chunks(self, look: int) -> tuple[int, int]:
+        """Evaluation and selection chunks drawn once look ``look`` (0-based) is made."""
+        size = self.setup.job.chunk_size
+        evaluation = self.looks[look]
+        selection_chunks = -(-self.selection_trials // size)
+        return evaluation, math.ceil(evaluation * selection_chunks / self.n_chunks)
+
+    def drawn(self) -> tuple[int, int]:
+        """Evaluation and selection trials per dataset drawn so far."""
+        if self.made == 0:
+            return 0, 0
+        size = self.setup.job.chunk_size
+        evaluation, selection = self.chunks(self.made - 1)
+        return (
+            min(evaluation * size, self.trials),
+            min(selection * size, self.selection_trials),
+        )
+
+    def outputs(self) -> int:
+        """Outputs per dataset this phase drew so far (probe, fit, training, pilot and trials)."""
+        setup = self.setup
+        overhead = setup.probe_outputs + setup.fit_trials + setup.training_outputs
+        return overhead + setup.pilot_trials + sum(self.drawn())
+
+
+def _saturated(previous: _Phase | None, trials: int, selection: int) -> bool:
+    """Whether a phase of ``trials`` and ``selection`` trials would fit its attack no better
+    than ``previous`` did: a learning attack whose fit sample is as large as this phase's would
+    be, and whose extra training outputs were limited by the attack itself, not by the engine."""
+    if previous is None or not previous.setup.job.attack.learns:
+        return False
+    budget = overhead_budget(trials, selection, True)
+    old = overhead_budget(previous.trials, previous.selection_trials, True)
+    return (
+        previous.setup.fit_trials == budget["fit"]
+        and previous.setup.training_outputs < old["training"]
+    )
+
+
+def _open_phase(
+    mechanism: Any,
+    pair: NeighbouringPair,
+    attack: Attack | None,
+    trials: int,
+    seed: int,
+    confidence: float,
+    n_jobs: int,
+    previous: _Phase | None = None,
+) -> _Phase:
+    """Set up a phase of ``trials`` evaluation trials (and a quarter as many selection trials)
+    on ``pair``: a fresh copy of ``attack`` fitted on the phase's own fit stream (or, when a
+    refit could not do better, :func:`_saturated`, the previous phase's fitted attack), and a
+    grid from its own pilot."""
+    selection = max(trials // 4, 2)
+    reuse = _saturated(previous, trials, selection)
+    if reuse:
+        attack = previous.setup.job.attack
+    elif attack is not None:
+        attack = copy.deepcopy(attack)
+    setup = _setup(
+        mechanism,
+        pair,
+        attack,
+        trials=trials,
+        selection_trials=selection,
+        seed=seed,
+        confidence=confidence,
+        strategy="holdout",
+        fixed=None,
+        bins=None,
+        chunk_size=None,
+        n_jobs=n_jobs,
+        progress=False,
+        store=None,
+        privacy_loss=False,
+        device=None,
+        chunks_at_least=PHASE_CHUNKS,
+        fit=not reuse,
+    )
+    n_bins = setup.job.grid.n_bins
+    return _Phase(
+        setup,
+        trials,
+        selection,
+        look_chunks(-(-trials // setup.job.chunk_size)),
+        0,
+        _Tally(np.zeros((2, n_bins), dtype=np.int64), None, None),
+        _Tally(np.zeros((2, n_bins), dtype=np.int64), None, None),
+    )
+
+
+def _look(phase: _Phase, n_jobs: int) -> np.ndarray:
+    """Make the phase's next look: draw its new selection and evaluation chunks, add them to the
+    phase's counts and return the new counts of both streams together."""
+    before = phase.chunks(phase.made - 1) if phase.made else (0, 0)
+    after = phase.chunks(phase.made)
+    job = phase.setup.job
+    evaluation = _chunk_tally(job, "evaluation", before[0], after[0], phase.trials, n_jobs)
+    selection = _chunk_tally(job, "selection", before[1], after[1], phase.selection_trials, n_jobs)
+    phase.evaluation.add(evaluation)
+    phase.selection.add(selection)
+    phase.made += 1
+    return evaluation.counts + selection.counts
+
+
+def _pairs_of(mechanism: Any, pairs: Any, attack: Any) -> list[NeighbouringPair]:
+    """The pairs of a sequential audit: one pair, a non-empty list of them, or ``None`` (the
+    attack's own pair, else the mechanism's worst case)."""
+    if pairs is None or isinstance(pairs, NeighbouringPair):
+        return [_resolve_pair(mechanism, pairs, attack)]
+    if isinstance(pairs, str | bytes) or not hasattr(pairs, "__len__") or not len(pairs):
+        raise ValueError(
+            f"pairs must be a NeighbouringPair or a non-empty list of them, got {pairs!r}"
+        )
+    return [_check_pair(p) for p in pairs]
+
+
+def audit_sequential(
+    mechanism: Any,
+    claim: Any,
+    pairs: NeighbouringPair | list[NeighbouringPair] | None = None,
+    attack: Attack | None = None,
+    *,
+    level: float = 0.05,
+    trials: int = FIRST_PHASE_TRIALS,
+    growth: int = 4,
+    max_trials: int = 2**22,
+    max_seconds: float | None = None,
+    seed: int = 0,
+    deltas: tuple[float, ...] | list[float] = DEFAULT_DELTAS,
+    delta: float | None = None,
+    n_jobs: int = 1,
+    progress: bool = False,
+) -> SequentialAudit:
+    """Audit ``claim`` until the evidence decides: an anytime-valid sequential audit.
+
+    The trials arrive in **phases** on every pair: phase ``r`` is an audit of
+    ``trials * growth^r`` evaluation trials per dataset (the last one ``max_trials``, at most;
+    :func:`phase_trials`) and a quarter as many selection trials, on its own root seed
+    (:func:`~dpaudit._core.streams.derived_seed` of ``seed``, the phase and the pair), with its own
+    attack fit and pilot grid, as :func:`audit_mechanism` makes them. A phase's streams are cut
+    into at least :data:`PHASE_CHUNKS` chunks and drawn a few chunks at a time: at each **look**
+    (:func:`look_chunks`, at most :data:`LOOKS_PER_PHASE` a phase) the new counts of every pair go
+    to the :class:`~dpaudit.audit.sequential.SequentialTest`. The audit stops at the first look
+    where the test refutes the claim, after the last phase, or (``max_seconds``) before a look or
+    a phase that the time measured so far predicts would end after the budget (the first look
+    always runs). At the stop, each pair's fixed-sample verdict family is read on its last
+    phase's counts at the per-look level (its results and bounds); it refutes the claim too when
+    it finds a violation. Whenever it stops, the verdict and every bound it reports hold together
+    with probability at least ``1 - level`` (:mod:`dpaudit.audit.sequential`).
+
+    Parameters
+    ----------
+    mechanism, attack:
+        As for :func:`audit_mechanism` (the attack is copied for each pair and phase, and
+        fitted on each phase's fit sample when it learns).
+    claim:
+        The claim tested: a trade-off curve or a guarantee with ``.tradeoff()``.
+    pairs:
+        A pair, a list of pairs tested together, or ``None`` (the attack's own pair, else the
+        mechanism's worst case).
+    level:
+        Probability, at most, that a mechanism satisfying the claim is found in violation, or
+        that a reported bound is wrong, whenever the audit stops.
+    trials, growth, max_trials:
+        The phases (:func:`phase_trials`).
+    max_seconds:
+        Time budget (``None``: none).
+    seed:
+        Root seed of every phase.
+    deltas:
+        ``delta`` values of the families' ``eps`` bounds.
+    delta:
+        The ``delta`` of the certified ``eps`` (default: the claim's,
+        :func:`~dpaudit.audit.sequential.claim_delta`).
+    n_jobs:
+        Workers drawing each look's chunks (results do not depend on them).
+    progress:
+        Print a line on stderr at the end of each phase and at a refutation.
+    """
+    started = time.perf_counter()
+    curve = claim_curve(claim)
+    level = check_probability("level", level, low_open=True, high_open=True)
+    sizes = phase_trials(trials, growth, max_trials)
+    if max_seconds is not None:
+        max_seconds = check_positive("max_seconds", max_seconds)
+    seed = check_integer("seed", seed, minimum=0)
+    n_jobs = check_n_jobs("n_jobs", n_jobs)
+    if not callable(getattr(mechanism, "sample", None)):
+        raise ValueError(
+            f"mechanism must offer sample(dataset, size, rng), got {type(mechanism).__name__}"
+        )
+    tested = _pairs_of(mechanism, pairs, attack)
+    test = SequentialTest(
+        curve, level, pairs=len(tested), looks=LOOKS_PER_PHASE * len(sizes), delta=delta
+    )
+    asked = tuple(dict.fromkeys(float(d) for d in deltas))
+    name = getattr(mechanism, "name", type(mechanism).__name__)
+    outputs = [0] * len(tested)
+    seconds_per_output = 0.0
+    looks = 0
+    stopped, reason = "max_trials", ""
+    phase_index = 0
+    phases: list[_Phase] = []
+    last: list[_Phase] = []
+    for phase_index, size in enumerate(sizes):
+        if phase_index and max_seconds is not None:
+            predicted = seconds_per_output * len(tested) * 1.5 * (size + size // 4) / 8
+            if time.perf_counter() - started + predicted > max_seconds:
+                stopped = "max_seconds"
+                reason = (
+                    f"the time budget of {max_seconds:g} s would end during phase "
+                    f"{phase_index + 1} ({size:,} trials per dataset)"
+                )
+                break
+        previous = phases
+        phases = []
+        for index, pair in enumerate(tested):
+            phase_seed = derived_seed(seed, "sequential_phase", phase_index, index)
+            phases.append(
+                _open_phase(
+                    mechanism,
+                    pair,
+                    attack,
+                    size,
+                    phase_seed,
+                    1.0 - level,
+                    n_jobs,
+                    previous[index] if previous else None,
+                )
+            )
+            test.restart(index)
+        for look in range(len(phases[0].looks)):
+            if looks and max_seconds is not None:
+                grow = (
+                    sum(
+                        p.chunks(look)[0] - p.chunks(look - 1)[0] if look else p.chunks(0)[0]
+                        for p in phases
+                    )
+                    * phases[0].setup.job.chunk_size
+                    * 1.25
+                )
+                if time.perf_counter() - started + seconds_per_output * grow > max_seconds:
+                    stopped = "max_seconds"
+                    reason = f"the time budget of {max_seconds:g} s would end during the next look"
+                    break
+            drawn_before = sum(p.outputs() for p in phases)
+            look_started = time.perf_counter()
+            for index, phase in enumerate(phases):
+                test.update(index, _look(phase, n_jobs))
+            looks += 1
+            drawn = max(sum(p.outputs() for p in phases) - drawn_before, 1)
+            seconds_per_output = (time.perf_counter() - look_started) / drawn
+            totals = [outputs[i] + phases[i].outputs() for i in range(len(tested))]
+            test.close_look(
+                look=looks,
+                phase=phase_index + 1,
+                trials=sum(phases[0].drawn()),
+                outputs_per_dataset=max(totals),
+            )
+            if progress and (look == len(phases[0].looks) - 1 or test.refuted):
+                print(
+                    f"{name[:40]}: look {looks}, phase {phase_index + 1}, "
+                    f"{max(totals):,} outputs per dataset, e-value "
+                    f"{math.exp(min(test.claim_log_e_value, 700.0)):.3g} "
+                    f"(refutes at {test.e_threshold:.3g})",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            if test.refuted:
+                stopped = "refuted"
+                break
+        for index, phase in enumerate(phases):
+            outputs[index] += phase.outputs()
+        if phases[0].made:
+            last = phases
+        if stopped != "max_trials":
+            break
+    else:
+        reason = (
+            f"the last phase ({sizes[-1]:,} trials per dataset, the cap) ended without a refutation"
+        )
+    # Each pair's fixed-sample family at the stop, read at the per-look level: it is defined at
+    # every look, so the union over the looks covers the one the evidence stopped at; the last
+    # look the schedule can make (the cap) has a larger share of its own.
+    at_cap = (
+        bool(last)
+        and last[0].trials == sizes[-1]
+        and last[0].made == len(last[0].looks)
+        and last is phases
+        and phase_index == len(sizes) - 1
+    )
+    results, verdicts = [], []
+    for index, phase in enumerate(last):
+        evaluation, selection = phase.drawn()
+        result = _result(
+            phase.setup,
+            phase.selection.counts,
+            phase.evaluation,
+            trials=evaluation,
+            selection_trials=selection,
+            confidence=1.0 - level,
+            strategy="holdout",
+            fixed=None,
+            started=started,
+            gamma_share=(test.final_look_gamma if at_cap else test.look_gamma) / level,
+        )
+        results.append(result)
+        verdicts.append(result.verdict(curve, asked))
+        test.family(index, verdicts[-1]["verdict"])
+    if stopped == "refuted":
+        reason = {
+            "e-value": f"the claim's e-value reached {test.e_threshold:.4g}",
+            "ladder": "the certified eps at the claim's delta exceeds the claimed eps",
+        }[str(test.decided_by)]
+    audit = SequentialAudit(
+        test=test,
+        results=tuple(results),
+        verdicts=tuple(verdicts),
+        stopped=stopped,
+        reason=reason,
+        looks=looks,
+        phases=phase_index + 1,
+        outputs_per_dataset=tuple(outputs),
+        seconds=time.perf_counter() - started,
+        schedule={
+            "trials": sizes[0],
+            "growth": growth,
+            "max_trials": sizes[-1],
+            "phases_at_most": len(sizes),
+            "looks_per_phase_at_most": LOOKS_PER_PHASE,
+            "seed": seed,
+        },
+    )
+    record = audit.record()
+    for result in results:
+        result.metadata["sequential"] = record
+    return audit

@@ -604,6 +604,8 @@ class AuditResult:
         p = data["pair"]
         pair = NeighbouringPair(p["d"], p["d_prime"], p["relation"], p.get("description", ""))
         metadata = {k: data[k] for k in ("mechanism", "attack", "pair", "versions", "random")}
+        if data.get("sequential") is not None:
+            metadata["sequential"] = data["sequential"]
         return cls(
             mechanism=None,
             pair=pair,

@@ -147,6 +147,7 @@ def plan_battery(
     screen_trials: int = 64,
     confidence: float = 0.95,
     seed: int = 0,
+    until_decided: bool = False,
 ) -> Plan:
     """The battery of library ``name``, laid out but not run (:func:`~.battery.plan`, whose
     arguments these are); ``plan.draws`` is the most outputs it will draw from the library."""
@@ -165,6 +166,7 @@ def plan_battery(
         screen_trials=screen_trials,
         confidence=confidence,
         seed=seed,
+        until_decided=until_decided,
     )
 
 

@@ -50,13 +50,14 @@ provenance, instead of a seed that would not reproduce them.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import itertools
 import math
 import re
 import time
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -73,7 +74,7 @@ from dpaudit._core.validation import (
     check_positive,
     check_probability,
 )
-from dpaudit.audit.engine import most_outputs
+from dpaudit.audit.engine import FIRST_PHASE_TRIALS, audit_sequential, most_outputs, phase_trials
 from dpaudit.audit.limits import check_trials
 from dpaudit.audit.pair_search import SearchBudget, search_cost, search_inputs
 from dpaudit.bounds.tradeoff import TradeoffCurve, approx_dp
@@ -269,6 +270,7 @@ class Plan:
     confidence: float
     seed: int
     budget: SearchBudget = SearchBudget(seconds=DEFAULT_SECONDS)
+    until_decided: bool = False
 
     @property
     def row_confidence(self) -> float:
@@ -285,7 +287,11 @@ class Plan:
         return self.budget.share(max(len(self.rows), 1), max(1, min(workers, len(self.rows))))
 
     def row_draws(self, row: Row) -> int:
-        """The most outputs ``row`` draws from the library (its screen and confirmations)."""
+        """The most outputs ``row`` draws from the library (its screen and confirmations; run
+        until decided, every phase of every candidate)."""
+        if self.until_decided:
+            phases = phase_trials(min(FIRST_PHASE_TRIALS, self.trials), 4, self.trials)
+            return len(row.candidates) * sum(most_outputs(t, max(t // 4, 2)) for t in phases)
         weights = [c.weight for c in row.candidates]
         drawn = search_cost(weights, self.trials, self.screen_trials, self.row_finalists(row))[2]
         limit = self.row_budget().outputs
@@ -350,6 +356,7 @@ def plan(
     screen_trials: int = 64,
     confidence: float = 0.95,
     seed: int = 0,
+    until_decided: bool = False,
 ) -> Plan:
     """Lay out the battery of ``library``.
 
@@ -384,6 +391,10 @@ def plan(
         Family-wise confidence of the battery's verdicts.
     seed:
         Root seed of the audits and of the candidates.
+    until_decided:
+        Test each row's candidates at the function's default setting (no search) together and
+        sequentially (:func:`~dpaudit.audit.engine.audit_sequential`), stopping each row as soon
+        as it is decided; ``trials`` is then the cap (the last phase's trials per dataset).
     """
     library.require()
     trials = check_trials("trials", trials, minimum=2)
@@ -399,6 +410,11 @@ def plan(
     elif budget is not None and not isinstance(budget, SearchBudget):
         raise ValueError(f"budget must be a SearchBudget or its words, got {budget!r}")
     pins = _checked_pins(relations, bounds, sizes, epsilons)
+    if until_decided and set(pins) - {"relations"}:
+        raise ValueError(
+            "until_decided tests each function at its default setting; pinning bounds, sizes "
+            "or epsilons needs the search (leave until_decided off)"
+        )
     covered = library.functions()
     if functions is not None:
         if isinstance(functions, str) or not all(isinstance(f, str) for f in functions):
@@ -417,6 +433,8 @@ def plan(
         space, kept = _pinned(function.space, space_pins)
         if not kept:
             continue
+        if until_decided:
+            space = None  # its pairs at the default setting
         for relation in function.claims:
             if relations is not None and relation not in relations:
                 continue
@@ -431,9 +449,18 @@ def plan(
     if budget is None:
         budget = SearchBudget(DEFAULT_ROW_OUTPUTS * len(rows), DEFAULT_SECONDS)
     laid_out = Plan(
-        library, tuple(rows), trials, screen_trials, finalists, confidence, seed, budget
+        library,
+        tuple(rows),
+        trials,
+        screen_trials,
+        finalists,
+        confidence,
+        seed,
+        budget,
+        bool(until_decided),
     )
-    _check_budget(laid_out)
+    if not until_decided:
+        _check_budget(laid_out)
     return laid_out
 
 
@@ -788,10 +815,10 @@ def _run_row(
         box, claimed = at(candidate)
         return box, claimed.curve
 
+    if plan.until_decided:
+        return _decided_row(plan, index, library_version, at(row.candidates[0]), start)
     try:
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
-            # the library's own notices, once per call, and numpy's on its overflows
-            warnings.filterwarnings("ignore", module=re.escape(library.module))
+        with _quiet(library):
             found = search_inputs(
                 audited,
                 row.candidates,
@@ -805,9 +832,7 @@ def _run_row(
                 n_jobs=1,
             )
     except Exception as exc:  # the library's own code failed: a row, not a crash
-        message = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
-        record: dict[str, Any] = {"name": row.name, "verdict": "error", "error": message}
-        return record, time.perf_counter() - start
+        return _error_record(row, exc), time.perf_counter() - start
     candidate = found.candidate
     box, claimed = at(candidate)
     setting = "" if candidate.setting is None else f" at {candidate.setting.describe()}"
@@ -818,26 +843,8 @@ def _run_row(
         if len(found.candidates) > 1
         else ""
     )
-    record = build_record(
-        found.best,
-        name=row.name,
-        mechanism=box,
-        claim=claimed.curve,
-        claim_table=dict(claimed.table),
-        deltas=claimed.deltas,
-        description=f"{library.name} {library_version}: {row.function.name}, "
-        f"{row.relation} neighbours, pair from the {row.generator} generator{setting}"
-        f"{searched}; claim: {claimed.text}",
-    )
-    record["versions"] = {**record.get("versions", {}), library.package: library_version}
-    # The black box's only theory is the claim it is audited against: the record holds that
-    # curve once, as the claim, not again as a theory column of its own.
-    (record.get("theory") or {}).pop("claim", None)
-    claim_record = record.get("claim") or {}
-    if "tradeoff" in claim_record:
-        claim_record["tradeoff"] = _bends(claim_record["tradeoff"])
-    if not library.seeded:
-        record["seed"] = NOT_REPRODUCIBLE
+    how = f"pair from the {row.generator} generator{setting}{searched}"
+    record = _record(found.best, row, library, library_version, box, claimed, how)
     pair = record.get("pair") or {}
     for side in ("d", "d_prime"):
         if side in pair:
@@ -882,6 +889,83 @@ def _bends(points: Mapping[str, Any]) -> dict[str, Any]:
     return {"alpha": alpha[kept].tolist(), "beta": beta[kept].tolist()}
 
 
+def _decided_row(
+    plan: Plan,
+    index: int,
+    library_version: str,
+    built: tuple[BlackBox, Claimed],
+    start: float,
+) -> tuple[dict[str, Any], float]:
+    """Row ``index`` run until decided: its candidates (all at the default setting, so one
+    release function) tested together by :func:`~dpaudit.audit.engine.audit_sequential` at the
+    row's level."""
+    library, row = plan.library, plan.rows[index]
+    box, claimed = built
+    try:
+        with _quiet(library):
+            audit = audit_sequential(
+                box,
+                claimed.curve,
+                [c.pair() for c in row.candidates],
+                level=1.0 - plan.row_confidence,
+                trials=min(FIRST_PHASE_TRIALS, plan.trials),
+                max_trials=plan.trials,
+                seed=plan.seed + 1000 * index,
+                deltas=claimed.deltas,
+            )
+    except Exception as exc:  # the library's own code failed: a row, not a crash
+        return _error_record(row, exc), time.perf_counter() - start
+    how = f"pairs from the {row.generator} generator, run until decided"
+    record = _record(audit.results[audit.pair], row, library, library_version, box, claimed, how)
+    return record, time.perf_counter() - start
+
+
+@contextlib.contextmanager
+def _quiet(library: Library) -> Iterator[None]:
+    """Without the library's own notices (once per call) and numpy's on its overflows."""
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.filterwarnings("ignore", module=re.escape(library.module))
+        yield
+
+
+def _error_record(row: Row, exc: BaseException) -> dict[str, Any]:
+    """The record of a row whose function raised: its error in one line."""
+    message = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+    return {"name": row.name, "verdict": "error", "error": message}
+
+
+def _record(
+    result: Any,
+    row: Row,
+    library: Library,
+    library_version: str,
+    box: BlackBox,
+    claimed: Claimed,
+    how: str,
+) -> dict[str, Any]:
+    """The report record of a row's audit, ``how`` saying where its pair came from."""
+    record = build_record(
+        result,
+        name=row.name,
+        mechanism=box,
+        claim=claimed.curve,
+        claim_table=dict(claimed.table),
+        deltas=claimed.deltas,
+        description=f"{library.name} {library_version}: {row.function.name}, "
+        f"{row.relation} neighbours, {how}; claim: {claimed.text}",
+    )
+    record["versions"] = {**record.get("versions", {}), library.package: library_version}
+    # The black box's only theory is the claim it is audited against: the record holds that
+    # curve once, as the claim, not again as a theory column of its own.
+    (record.get("theory") or {}).pop("claim", None)
+    claim_record = record.get("claim") or {}
+    if "tradeoff" in claim_record:
+        claim_record["tradeoff"] = _bends(claim_record["tradeoff"])
+    if not library.seeded:
+        record["seed"] = NOT_REPRODUCIBLE
+    return record
+
+
 def _table_row(row: Row, record: Mapping[str, Any], seconds: float) -> dict[str, Any]:
     delta = row.claim.deltas[0]
     bound = record.get("epsilon_lower_bounds", {})
@@ -903,6 +987,18 @@ def _table_row(row: Row, record: Mapping[str, Any], seconds: float) -> dict[str,
         "candidates": search.get("candidates", len(row.candidates)),
         "screened": search.get("screened", 0),
         "seconds": round(seconds, 2),
+        **_stop(record),
+    }
+
+
+def _stop(record: Mapping[str, Any]) -> dict[str, Any]:
+    """When and why a row run until decided stopped (nothing for a searched row)."""
+    sequential = record.get("sequential")
+    if not sequential:
+        return {}
+    return {
+        "stopped": sequential["stopped"],
+        "outputs_per_dataset": max(sequential["outputs_per_dataset"]),
     }
 
 
@@ -949,5 +1045,6 @@ def run(plan: Plan, *, progress: Callable[[str], None] | None = None, n_jobs: in
         "row_confidence": plan.row_confidence,
         "seed": plan.seed if library.seeded else NOT_REPRODUCIBLE,
         "draws_at_most": plan.draws,
+        "until_decided": plan.until_decided,
     }
     return Battery(plan, records, table, provenance)

@@ -325,11 +325,15 @@ def build_record(
         },
     }
 
+    # A sequential audit (``record["sequential"]``) is refuted by its anytime-valid test too;
+    # its family above was read at the per-look level, which holds at whatever look it stopped.
+    sequential = record.get("sequential")
+    refuted = violation is not None or bool(sequential and sequential.get("refuted"))
     record.update(
         {
             "name": name or (mechanism.name if mechanism is not None else record.get("name")),
             "description": description,
-            "verdict": "violated" if violation is not None else "consistent",
+            "verdict": "violated" if refuted else "consistent",
             "expect": check_choice("expect", expect, ("consistent", "violated")),
             "witness": violation,
             "claim": claim_entry,

@@ -14,6 +14,7 @@ __all__ = [
     "format_probability",
     "format_delta",
     "verdict_sentence",
+    "sequential_sentence",
     "report_summary",
     "BOUNDS_TABLE_NOTE",
     "reach_note",
@@ -192,6 +193,33 @@ def report_summary(records: Sequence[Mapping[str, Any]]) -> str:
     return summary
 
 
+def sequential_sentence(record: Mapping[str, Any]) -> str:
+    """When and why a sequential audit (``dpaudit run --until-decided``) stopped, in one or two
+    sentences; ``""`` for an audit of fixed size."""
+    seq = record.get("sequential")
+    if not isinstance(seq, Mapping):
+        return ""
+    outputs = max(seq.get("outputs_per_dataset") or [0])
+    looks = int(seq.get("looks_at_most", 0))
+    text = (
+        f"Sequential audit: stopped after {outputs:,} outputs per dataset (look "
+        f"{seq.get('looks')} of at most {looks}, phase {seq.get('phases')}) because "
+        f"{seq.get('reason')}; the claim's e-value is {format_number(seq.get('e_value'), 4)} "
+        f"(it refutes at {format_number(seq.get('e_threshold'), 4)})."
+    )
+    certified = seq.get("certified_epsilon")
+    if certified is not None:
+        text += (
+            f" Certified (anytime-valid): ε ≥ {format_number(certified, rounding='down')} at "
+            f"δ = {format_delta(seq.get('delta', 0.0))}."
+        )
+    return text + (
+        f" The bounds of this report are read at level {format_number(seq.get('family_gamma'), 3)},"
+        " this look's share of a level split over every look, so they hold at whatever look the "
+        "audit stopped."
+    )
+
+
 def verdict_sentence(record: Mapping[str, Any]) -> str:
     """The verdict of an audit in one sentence, naming the witnessing test when it is violated."""
     confidence = from_json_value(record.get("confidence"))
@@ -230,6 +258,9 @@ def verdict_sentence(record: Mapping[str, Any]) -> str:
         summary = _first_delta_summary(record)
         sentence = f"Consistent: no test refutes {claim} at {level} confidence"
         sentence += f"; {summary}." if summary else "."
+    stop = sequential_sentence(record)
+    if stop:
+        sentence += " " + stop
     each = level_per_test(record)
     if each is not None:
         sentence += (

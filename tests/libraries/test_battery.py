@@ -276,3 +276,25 @@ def test_a_library_whose_dependency_is_missing_says_so(tmp_path, monkeypatch):
     lib = Library("brokenlib", "dpaudit_test_brokenlib", "brokenlib", list, True, True)
     with pytest.raises(ValueError, match="installed but cannot be imported .*dpaudit_no_such_dep"):
         lib.require()
+
+
+def test_rows_run_until_decided_stop_early_and_keep_to_their_stated_draws():
+    over = plan(
+        reference(laplace_eps=0.3),
+        trials=16384,
+        candidates=2,
+        seed=3,
+        functions=["laplace"],
+        until_decided=True,
+    )
+    assert all(c.setting is None for row in over.rows for c in row.candidates)
+    battery = run(over)
+    rows = {(r["function"], r["relation"], r["generator"]): r for r in battery.table}
+    refuted = rows[("laplace", "add_remove", "boundary")]
+    assert refuted["verdict"] == "violated" and refuted["stopped"] == "refuted"
+    assert refuted["outputs_per_dataset"] < 16384  # stopped in its first phase
+    for row, r in zip(over.rows, battery.table, strict=True):
+        assert 2 * r["outputs_per_dataset"] <= over.row_draws(row) / len(row.candidates)
+    assert battery.document()["battery"]["until_decided"] is True
+    with pytest.raises(ValueError, match="until_decided"):
+        plan(reference(), bounds=[(0.0, 1.0)], until_decided=True)
