@@ -12,27 +12,22 @@ order of the split (at most :data:`SCOUT_MOST` scores, a prefix of the selection
 - *Few values* (``metadata["threshold_choice"] == "scouted"``). When the scout's pooled scores
   repeat (at most :data:`FEW_VALUES` distinct values, and at most half as many as scores), the
   thresholds between its values are fixed and all the other scores test them, the best of the
-  ``K`` at ``(1 - BAND_SHARE) gamma / (2K)`` per error (``gamma_share = 1 - BAND_SHARE``). A
-  randomized-response or other discrete score law is thus tested on nine tenths of its scores
-  at a handful of thresholds.
-- *Otherwise* ``"holdout+band"`` (:mod:`dpaudit.audit.strategies`) on the split: it spends the
-  confidence on two tests and reports the better, the holdout, whose selection part chooses one
-  or two thresholds among the selection's own scores for the evaluation part to test
-  (``(1 - BAND_SHARE) gamma``), and a band over *all* scores of both parts that holds at every
-  threshold at once (``BAND_SHARE gamma``), so that its best threshold needs no correction. The
-  band uses every score, which is what small samples need; the holdout pays only for one or two
-  thresholds, which is what large ones can afford. A grid of both samples' values has edges at
-  evaluation scores; the strategies that choose a threshold choose among the selection's scores
-  only (the band, being simultaneous, may read any).
+  ``K`` at ``gamma / (2K)`` per error. A randomized-response or other discrete score law is thus
+  tested on nearly all its scores at a handful of thresholds.
+- *Otherwise* ``"holdout+exact"`` (:mod:`dpaudit.audit.strategies`) on the split, the scout's
+  scores left out: a band over the scores of both parts that holds at every threshold at once,
+  its joint coverage computed exactly, so that its best threshold needs no correction; and,
+  when the selection part holds 10,000 scores a side or more, a holdout beside it, whose
+  selection part chooses one or two thresholds among its own scores for the evaluation part to
+  test. The band uses every score, which small samples need and which reads the tails where
+  ``eps`` is decided; the holdout pays for one or two thresholds, which large samples can
+  afford for curves read in their middle.
 
-Valid at ``1 - gamma`` whichever path runs: the band's failure is an event of all the scores,
-whatever the scout shows, of probability at most ``BAND_SHARE gamma``; the holdout's evaluation
-part and the scouted path's tested scores lie outside the scout, so given the scout each fails
-with probability at most ``(1 - BAND_SHARE) gamma``. A union bound over the band and the path
-taken gives ``gamma``. (The band cannot be left out of the scouted path's account: it reads the
-scout, whose law the choice of path changes.) Samples too small for a scout (fewer than 2
-scores per side, leaving 2 of the selection part) go straight to ``"holdout+band"``. The rules
-depend on nothing but their constants and the scout.
+Valid at ``1 - gamma`` whichever path runs: the scout decides the path, and given the scout each
+path reads only scores outside it, which are independent of it, so each fails with probability
+at most ``gamma``. Samples too small for a scout (fewer than 2 scores per side, leaving 2 of the
+selection part) go straight to ``"holdout+exact"``. The rules depend on nothing but their
+constants, the sizes and the scout.
 
 ``thresholds=`` declares thresholds fixed before the scores were seen (a label-only attack's
 0/1 scores: ``[0.5]``): then every score evaluates and the best of the ``K`` is read at
@@ -227,9 +222,8 @@ def audit_scores(
         Seed of the random selection/evaluation split.
     strategy:
         ``"auto"`` (the default: the thresholds of a scout with few values, else
-        ``"holdout+band"``; module docstring), ``"holdout+band"``, ``"holdout"``,
-        ``"bonferroni"`` or ``"median"`` (:mod:`dpaudit.audit.strategies`); see the module
-        docstring.
+        ``"holdout+exact"``; module docstring), ``"holdout+exact"``, ``"holdout+band"``,
+        ``"holdout"``, ``"bonferroni"`` or ``"median"`` (:mod:`dpaudit.audit.strategies`).
     selection_fraction:
         Share of each side used to choose thresholds (the scout included); the rest evaluates.
         When the scout has few values, the scout chooses and everything else evaluates.

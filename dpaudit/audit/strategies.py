@@ -17,9 +17,16 @@ level (docs/theory.md#empirical). Every audit names one of three strategies:
   ``gamma/(2K)`` per bound. The test is "D_prime iff score > t".
 - ``"holdout+band"``: the holdout at ``(1 - BAND_SHARE) gamma``, and a band over the selection
   and evaluation trials pooled at ``BAND_SHARE gamma`` (:func:`band_upper`: simultaneous over all
-  thresholds, so its best threshold needs no correction); the better of the two is read. The
-  default of audits of given scores (:mod:`dpaudit.audit.scores`), whose small samples the
-  holdout's split halves.
+  thresholds by a union bound over its count indices, so its best threshold needs no
+  correction); the better of the two is read.
+- ``"holdout+exact"``: the same with the *exact* band (:func:`exact_band_upper`), whose joint
+  coverage over its checkpoints is computed (:mod:`dpaudit.audit.crossing`) instead of
+  union-bounded, at :func:`exact_share` of ``gamma`` (all of it unless both selection samples
+  hold :data:`EXACT_HOLDOUT_SELECTION` trials, when the holdout spends the rest). The default of
+  audits of given scores (:mod:`dpaudit.audit.scores`). The engine's default stays the holdout:
+  on its large counts the holdout's full ``gamma`` certifies more for mechanisms read in the
+  middle of the curve (Laplace), and the exact band helps only tail-read ones (Gaussian)
+  (``bench/bench_strategies.py --engine``).
 
 The holdout choice maximises the bound the evaluation would give if its error rates were
 *pessimistic* selection estimates (the selection's Clopper-Pearson upper bounds at level
@@ -82,6 +89,8 @@ Proofs, each conditional on the selection sample (independent of the evaluation 
   :func:`band_upper`; selection and evaluation trials are independent draws of the same laws,
   so their pool is one sample); all hold together with probability at least ``1 - gamma``
   (union bound), whichever of the two is read.
+- holdout+exact: as holdout+band, with the exact band's failure probability computed
+  (:func:`exact_band_levels`) in place of the union bound over its indices.
 """
 
 from __future__ import annotations

@@ -58,13 +58,14 @@ def test_the_exact_band_fails_with_probability_just_below_its_gamma(n, gamma):
 
 def test_a_few_hundred_dependent_checkpoints_cost_a_few_dozen_tests():
     """The point of the exact computation: at n = 10,000 the band's hundreds of checkpoints hold
-    together at a level per checkpoint several times the union bound's."""
+    together at a level per checkpoint more than five times the union bound's (5.5: the figure
+    docs/theory.md states)."""
     n, gamma = 10_000, 0.025
     c, levels = exact_band_levels(n, gamma)
     weight = np.where(c <= n / 2, 1.0, EXACT_UPPER_WEIGHT)
     union = gamma / weight.sum()
     assert c.size > 250
-    assert levels[0] > 2.5 * union
+    assert levels[0] > 5.0 * union
 
 
 def test_the_band_reads_the_smallest_bound_at_or_above_each_count():
