@@ -167,7 +167,7 @@ def tail_check(torch, target, draws: int) -> None:
 
 def agreement(mechanism, device: str, seeds: int, trials: int) -> None:
     """The numpy and device paths of the same audit, stage by stage (module docstring)."""
-    stages = ("eps", "grid low edge", "grid bin width", "|threshold|", "smaller", "larger")
+    stages = ("eps", "grid low edge", "grid bin width", "threshold distance", "smaller", "larger")
     rows: dict[str, list[dict[str, float]]] = {"numpy": [], "device": []}
     print(f"{mechanism.name}, {trials:,} trials, seeds 0..{seeds - 1}")
     print("| seed | path | eps | grid low edge | bin width | threshold | strategy | errors |")
@@ -187,7 +187,7 @@ def agreement(mechanism, device: str, seeds: int, trials: int) -> None:
                 "eps": w["epsilon"],
                 "grid low edge": float(result.grid.edges[0]),
                 "grid bin width": float(np.diff(result.grid.edges).mean()),
-                "|threshold|": abs(w["threshold"]),
+                "threshold distance": abs(w["threshold"]),
                 "smaller": min(w["alpha"], w["beta"]),
                 "larger": max(w["alpha"], w["beta"]),
             }
