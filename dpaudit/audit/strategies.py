@@ -118,6 +118,7 @@ __all__ = [
     "default_selection_trials",
     "predicted_upper",
     "PREDICTION_POINTS",
+    "PREDICTION_ENDS",
     "holdout_choice",
     "choose_threshold",
     "HOLDOUT_RESERVE",
@@ -177,8 +178,13 @@ SMALL_CANDIDATES_PER_SIDE = 4
 #: rest); measured by ``bench/bench_peers.py``.
 BAND_SHARE = 0.25
 
-#: :func:`predicted_upper` is exact at up to this many distinct selection counts.
-PREDICTION_POINTS = 2048
+#: :func:`predicted_upper` is exact at up to this many distinct selection counts, and linear in
+#: between: the predictions are smooth, so the holdout chooses the thresholds an exact prediction
+#: chooses (``tests/audit/test_strategies.py``) at a fraction of the inverse Beta evaluations.
+PREDICTION_POINTS = 512
+
+#: :func:`predicted_upper` is exact at this many of the smallest and of the largest counts.
+PREDICTION_ENDS = 64
 
 #: Counts up to this one are each an index of the band; above it the indices grow geometrically.
 BAND_EXACT_COUNTS = 8
@@ -398,15 +404,17 @@ def predicted_upper(
     """The Clopper-Pearson upper bound an evaluation of ``n_evaluation`` trials would report if
     its rate were the selection's pessimistic estimate (its upper bound at ``1 - pessimism``).
 
-    Exact at up to :data:`PREDICTION_POINTS` distinct counts; with more, exact at that many
-    (geometrically spaced from both ends of the sorted counts, so every small count and every
-    count near ``n_selection`` is among them) and linear in between. The prediction only ranks
-    thresholds, on selection counts; no bound is read from it.
+    Exact at up to :data:`PREDICTION_POINTS` distinct counts; with more, exact at the
+    :data:`PREDICTION_ENDS` smallest and largest distinct counts (where ``eps`` thresholds live)
+    and at :data:`PREDICTION_POINTS` more geometrically spaced from both ends of the sorted counts,
+    and linear in between. The prediction only ranks thresholds, on selection counts; no bound
+    is read from it.
     """
     values, inverse = _distinct(np.asarray(k_selection))
     at = values
     if values.size > PREDICTION_POINTS:
         steps = np.geomspace(1, values.size, PREDICTION_POINTS // 2).astype(np.int64)
+        steps = np.concatenate([steps, np.arange(1, min(PREDICTION_ENDS, values.size) + 1)])
         at = values[np.unique(np.concatenate([steps - 1, values.size - steps]))]
     rate = clopper_pearson_upper(at, n_selection, pessimism)
     expected = np.minimum(rate * n_evaluation, n_evaluation)
