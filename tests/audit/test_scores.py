@@ -269,10 +269,10 @@ def test_default_eps_coverage_and_its_point_estimate_twin(law, n):
     rate of 5%, far less at the conservative rates these bounds have). Twins: the same witness
     read at its point estimates (alpha, beta) instead of its upper bounds exceeds the truth far
     more often for the three laws whose bound is tight enough (Laplace, randomized response and
-    the clipped geometric, where the best threshold's ratio is the truth itself: 114 to 141 of
+    the clipped geometric, where the best threshold's ratio is the truth itself: 114 to 140 of
     200 seeds); for the Gaussian and the subsampled Gaussian, whose true eps(1e-5) no estimate
     read at one threshold of these samples reaches, the uncorrected sweep does: the point
-    estimate at the best of every threshold of the evaluation counts (193 to 200 of 200)."""
+    estimate at the best of every threshold of the evaluation counts (195 to 200 of 200)."""
     truth = true_eps(law)
     bounds, points, sweeps, mus = [], [], [], []
     for seed in range(200):
