@@ -24,6 +24,19 @@ first starts the device, and the batch size comes from ``torch.cuda.mem_get_info
     python bench/bench_device.py --device cuda                  # 10^11 trials, 10^11 draws
     python bench/bench_device.py --device cuda --dpsgd-only     # DP-SGD trainings alone
     python bench/bench_device.py --device cpu --quick
+
+``--agreement SEEDS``: whether the device path certifies what numpy does. The Gaussian audit
+above at ``--agreement-trials`` trials (default ``10^6``), seeds ``0 .. SEEDS - 1``, once on numpy
+and once on the device; per seed and path, the certified ``eps`` at ``1e-5``, and what each stage
+of the audit produced: the pilot's grid (its lowest edge and bin width), the threshold the
+selection chose (its distance from 0, the score being the privacy loss, symmetric between the
+two orders; and the strategy that read it), and the evaluation's two error estimates there
+(the smaller and the larger).
+Then, for each of these, the two paths' means and Welch's two-sided test of equal means: the
+two paths draw from the same laws with different generators, so a stage that differed would show
+as a small p-value, and sampling noise as none.
+
+    python bench/bench_device.py --device cpu --agreement 30
 """
 
 from __future__ import annotations
@@ -152,6 +165,50 @@ def tail_check(torch, target, draws: int) -> None:
         print(f"{t:4.1f} {int(k):10,d} {p * draws:10.1f}   [{lo:12.1f}, {hi:12.1f}]   {ok}")
 
 
+def agreement(mechanism, device: str, seeds: int, trials: int) -> None:
+    """The numpy and device paths of the same audit, stage by stage (module docstring)."""
+    stages = ("eps", "grid low edge", "grid bin width", "threshold distance", "smaller", "larger")
+    rows: dict[str, list[dict[str, float]]] = {"numpy": [], "device": []}
+    print(f"{mechanism.name}, {trials:,} trials, seeds 0..{seeds - 1}")
+    print("| seed | path | eps | grid low edge | bin width | threshold | strategy | errors |")
+    print("|---|---|---|---|---|---|---|---|---|", flush=True)
+    for seed in range(seeds):
+        for path, where in (("numpy", None), ("device", device)):
+            result = dpaudit.audit_mechanism(
+                mechanism,
+                trials=trials,
+                seed=seed,
+                progress=False,
+                device=where,
+                n_jobs=1 if where is None else None,
+            )
+            w = result.epsilon_witness(DELTA)
+            row = {
+                "eps": w["epsilon"],
+                "grid low edge": float(result.grid.edges[0]),
+                "grid bin width": float(np.diff(result.grid.edges).mean()),
+                "threshold distance": abs(w["threshold"]),
+                "smaller": min(w["alpha"], w["beta"]),
+                "larger": max(w["alpha"], w["beta"]),
+            }
+            rows[path].append(row)
+            print(
+                f"| {seed} | {path} | {row['eps']:.4f} | {row['grid low edge']:.4f} | "
+                f"{row['grid bin width']:.3e} | {w['threshold']:.4f} | {w['strategy']} | "
+                f"{row['smaller']:.3e}, {row['larger']:.4f} |",
+                flush=True,
+            )
+    print("\n| stage | numpy mean | device mean | device - numpy | Welch p |")
+    print("|---|---|---|---|---|")
+    for stage in stages:
+        a = np.array([r[stage] for r in rows["numpy"]])
+        b = np.array([r[stage] for r in rows["device"]])
+        p = stats.ttest_ind(a, b, equal_var=False).pvalue
+        print(
+            f"| {stage} | {a.mean():.4g} | {b.mean():.4g} | {b.mean() - a.mean():+.3g} | {p:.3f} |"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda", help="torch device: cuda, cuda:N or cpu")
@@ -172,6 +229,12 @@ def main() -> None:
     )
     parser.add_argument(
         "--dpsgd-only", action="store_true", help="only the DP-SGD trainings section"
+    )
+    parser.add_argument(
+        "--agreement", type=int, default=0, help="seeds of the numpy / device agreement check"
+    )
+    parser.add_argument(
+        "--agreement-trials", type=float, default=1e6, help="trials of each agreement audit"
     )
     parser.add_argument(
         "--quick",
@@ -204,6 +267,9 @@ def main() -> None:
 
     if args.dpsgd_only:
         dpsgd_trainings(args.device, target, dpsgd_counts, dpsgd_chunk, sync)
+        return
+    if args.agreement:
+        agreement(mechanism, args.device, args.agreement, int(args.agreement_trials))
         return
     dpaudit.audit_mechanism(mechanism, trials=10_000, seed=1, device=args.device, progress=False)
     dpaudit.audit_mechanism(mechanism, trials=10_000, seed=1, n_jobs=-1, progress=False)

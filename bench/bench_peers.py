@@ -18,6 +18,14 @@ One run: scores ``N(mu * included, 1)`` for ``m`` canaries included by fair coin
 ``epsilon_one_run`` (Steinke) and ``epsilon_one_run_fdp`` (its f-DP test over Gaussian DP, which
 assumes the mechanism is Gaussian) with ``Split`` and shipped ``Bonferroni``.
 
+Timing (``--only timing``, or with the scores table): Gaussian scores of ``n`` per side
+(``--timing-sizes``, default ``10^5`` and ``10^6``), audited one after the other in this process by
+dpaudit's default (``audit_scores(...).epsilon_lower_bound(1e-5)``) and by jax-privacy's shipped
+default (its constructor and ``epsilon_clopper_pearson(..., one_sided=False)``), the two in turn
+on each draw. Printed per ``n``: the median seconds of each and the median of the per-draw ratio
+``dpaudit / jax-privacy``, over all draws but the first; and the first draw's ratio apart, since
+dpaudit computes its exact band once per sample size and level (kept for the process).
+
 jax-privacy is optional: ``pip install jax-privacy`` (it brings JAX), or point
 ``--jax-privacy-module`` at its ``auditing.py`` (that file needs only numpy, scipy and
 dp_accounting)::
@@ -31,6 +39,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import sys
+import time
 from types import ModuleType
 
 import numpy as np
@@ -170,7 +179,13 @@ def main() -> None:
     parser.add_argument(
         "--sizes", type=int, nargs="+", help="n per side and m (default 1e2..1e5, --quick 1e2..1e4)"
     )
-    parser.add_argument("--only", choices=("scores", "one-run"), help="run one of the two tables")
+    parser.add_argument(
+        "--only", choices=("scores", "one-run", "timing"), help="run one of the three tables"
+    )
+    parser.add_argument(
+        "--timing-sizes", type=int, nargs="+", default=[100_000, 1_000_000], help="n per side"
+    )
+    parser.add_argument("--timing-draws", type=int, default=7, help="draws per timed size")
     parser.add_argument("--n-jobs", type=int, default=-1, help="workers (joblib convention)")
     args = parser.parse_args()
     path = args.jax_privacy_module
@@ -181,10 +196,12 @@ def main() -> None:
     sizes = args.sizes or ((100, 1_000, 10_000) if args.quick else (100, 1_000, 10_000, 100_000))
     seeds = range(args.seeds or (5 if args.quick else 20))
     pool = Parallel(n_jobs=args.n_jobs)
-    if args.only != "one-run":
+    if args.only in (None, "scores"):
         _scores_table(path, sizes, seeds, pool)
-    if args.only != "scores":
+    if args.only in (None, "one-run"):
         _one_run_table(path, [m for m in sizes if m >= 1_000], seeds, pool)
+    if args.only in (None, "scores", "timing"):
+        _timing_table(path, args.timing_sizes, args.timing_draws)
 
 
 def _scores_table(path: str | None, sizes: list[int], seeds: range, pool: Parallel) -> None:
@@ -202,6 +219,37 @@ def _scores_table(path: str | None, sizes: list[int], seeds: range, pool: Parall
             results = pool(delayed(_scores_cell)(path, law, n, seed) for seed in seeds)
             rows.append(_row(f"{law} n={n}", results, ratio))
     _summary(ratio, rows)
+
+
+def _timing_table(path: str | None, sizes: list[int], draws: int) -> None:
+    """Wall time of the two defaults on the same scores, in this process, in turn."""
+    jp = _load(path)
+    print(f"\nWall time on Gaussian scores, {draws} draws per size (medians over draws 2..)\n")
+    print("| n per side | dpaudit s | jax-privacy s | dpaudit / jax-privacy | first draw's ratio |")
+    print("|---|---|---|---|---|", flush=True)
+    for n in sizes:
+        times = []
+        for seed in range(draws):
+            s0, s1 = _draw("gaussian", n, np.random.default_rng(seed))
+            pair = []
+            for tool in ("dpaudit", "jax") if seed % 2 == 0 else ("jax", "dpaudit"):
+                started = time.perf_counter()
+                if tool == "dpaudit":
+                    audit_scores(s0, s1, seed=seed).epsilon_lower_bound(DELTA)
+                else:
+                    jp.CanaryScoreAuditor(s1, s0).epsilon_clopper_pearson(
+                        GAMMA, DELTA, one_sided=False
+                    )
+                pair.append((tool, time.perf_counter() - started))
+            times.append(dict(pair))
+        ours = np.array([t["dpaudit"] for t in times])
+        theirs = np.array([t["jax"] for t in times])
+        rest = slice(1, None)
+        print(
+            f"| {n:,} | {np.median(ours[rest]):.3f} | {np.median(theirs[rest]):.3f} | "
+            f"{np.median(ours[rest] / theirs[rest]):.2f} | {ours[0] / theirs[0]:.2f} |",
+            flush=True,
+        )
 
 
 def _one_run_table(path: str | None, sizes: list[int], seeds: range, pool: Parallel) -> None:

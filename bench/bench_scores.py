@@ -17,7 +17,7 @@ import numpy as np
 from dpaudit.audit.scores import audit_scores
 from dpaudit.bounds.gaussian_dp import gdp_epsilon
 
-STRATEGIES = ("auto", "holdout", "median", "bonferroni")
+STRATEGIES = ("auto", "holdout+band", "holdout", "median", "bonferroni")
 
 
 def main() -> None:

@@ -132,9 +132,12 @@ class ScoreGrid:
         s = np.asarray(scores, dtype=float).ravel()
         if np.isnan(s).any():
             raise ValueError("scores must not contain NaN")
-        values = np.unique(s[np.isfinite(s)])
+        values = s[np.isfinite(s)]
         if values.size == 0:
             return cls("values", np.array([0.0]))
+        if not (values[1:] >= values[:-1]).all():  # sorted scores skip the sort
+            values = np.sort(values)
+        values = values[np.concatenate([[True], values[1:] != values[:-1]])]
         if np.isposinf(s).any():
             values = np.append(values, np.nextafter(values[-1], np.inf))
         return cls("values", values)

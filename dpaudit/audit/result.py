@@ -37,6 +37,7 @@ from dpaudit.audit.strategies import (
     bonferroni_candidates,
     ceiling_errors,
     choose_threshold,
+    exact_share,
     oracle_errors,
 )
 from dpaudit.audit.witness import Witness
@@ -300,12 +301,15 @@ class AuditResult:
         ev = self.tradeoff
         if kind == "perfect":
             a, b = ceiling_errors(ev.n_d, ev.n_d_prime, self.gamma)
-            if self.strategy != "holdout+band":
+            if self.strategy not in ("holdout+band", "holdout+exact"):
                 return a, b
             # The band reads a perfect attack on the pooled trials as well.
             sel = self.selection_tradeoff
+            share = None
+            if self.strategy == "holdout+exact":
+                share = exact_share(sel.n_d, sel.n_d_prime)
             pooled_a, pooled_b = band_ceiling_errors(
-                ev.n_d + sel.n_d, ev.n_d_prime + sel.n_d_prime, self.gamma
+                ev.n_d + sel.n_d, ev.n_d_prime + sel.n_d_prime, self.gamma, share
             )
             return np.array([a, pooled_a]), np.array([b, pooled_b])
         if kind != "oracle":
@@ -323,8 +327,9 @@ class AuditResult:
 
         ``kind="perfect"``: a perfect attack (no errors at all) read at one threshold with
         ``gamma/2`` per bound (:func:`~dpaudit.audit.strategies.ceiling_errors`), and with
-        ``"holdout+band"`` also read by the band on the selection and evaluation trials pooled
-        (the larger of the two); no attack or strategy of these sizes can exceed it.
+        ``"holdout+band"`` or ``"holdout+exact"`` also read by the band on the selection and
+        evaluation trials pooled (the larger of the two); no attack or strategy of these sizes
+        can exceed it.
         ``kind="oracle"``: an *estimate* of what the best single threshold certifies on the
         mechanism's own trade-off curve
         (:func:`~dpaudit.audit.strategies.oracle_errors`; needs ``mechanism.tradeoff()``).

@@ -12,27 +12,22 @@ order of the split (at most :data:`SCOUT_MOST` scores, a prefix of the selection
 - *Few values* (``metadata["threshold_choice"] == "scouted"``). When the scout's pooled scores
   repeat (at most :data:`FEW_VALUES` distinct values, and at most half as many as scores), the
   thresholds between its values are fixed and all the other scores test them, the best of the
-  ``K`` at ``(1 - BAND_SHARE) gamma / (2K)`` per error (``gamma_share = 1 - BAND_SHARE``). A
-  randomized-response or other discrete score law is thus tested on nine tenths of its scores
-  at a handful of thresholds.
-- *Otherwise* ``"holdout+band"`` (:mod:`dpaudit.audit.strategies`) on the split: it spends the
-  confidence on two tests and reports the better, the holdout, whose selection part chooses one
-  or two thresholds among the selection's own scores for the evaluation part to test
-  (``(1 - BAND_SHARE) gamma``), and a band over *all* scores of both parts that holds at every
-  threshold at once (``BAND_SHARE gamma``), so that its best threshold needs no correction. The
-  band uses every score, which is what small samples need; the holdout pays only for one or two
-  thresholds, which is what large ones can afford. A grid of both samples' values has edges at
-  evaluation scores; the strategies that choose a threshold choose among the selection's scores
-  only (the band, being simultaneous, may read any).
+  ``K`` at ``gamma / (2K)`` per error. A randomized-response or other discrete score law is thus
+  tested on nearly all its scores at a handful of thresholds.
+- *Otherwise* ``"holdout+exact"`` (:mod:`dpaudit.audit.strategies`) on the split, the scout's
+  scores left out: a band over the scores of both parts that holds at every threshold at once,
+  its joint coverage computed exactly, so that its best threshold needs no correction; and,
+  when the selection part holds 10,000 scores a side or more, a holdout beside it, whose
+  selection part chooses one or two thresholds among its own scores for the evaluation part to
+  test. The band uses every score, which small samples need and which reads the tails where
+  ``eps`` is decided; the holdout pays for one or two thresholds, which large samples can
+  afford for curves read in their middle.
 
-Valid at ``1 - gamma`` whichever path runs: the band's failure is an event of all the scores,
-whatever the scout shows, of probability at most ``BAND_SHARE gamma``; the holdout's evaluation
-part and the scouted path's tested scores lie outside the scout, so given the scout each fails
-with probability at most ``(1 - BAND_SHARE) gamma``. A union bound over the band and the path
-taken gives ``gamma``. (The band cannot be left out of the scouted path's account: it reads the
-scout, whose law the choice of path changes.) Samples too small for a scout (fewer than 2
-scores per side, leaving 2 of the selection part) go straight to ``"holdout+band"``. The rules
-depend on nothing but their constants and the scout.
+Valid at ``1 - gamma`` whichever path runs: the scout decides the path, and given the scout each
+path reads only scores outside it, which are independent of it, so each fails with probability
+at most ``gamma``. Samples too small for a scout (fewer than 2 scores per side, leaving 2 of the
+selection part) go straight to ``"holdout+exact"``. The rules depend on nothing but their
+constants, the sizes and the scout.
 
 ``thresholds=`` declares thresholds fixed before the scores were seen (a label-only attack's
 0/1 scores: ``[0.5]``): then every score evaluates and the best of the ``K`` is read at
@@ -57,7 +52,6 @@ from dpaudit._core.provenance import versions
 from dpaudit._core.validation import check_choice, check_probability, real_scores
 from dpaudit.audit.grid import ScoreGrid
 from dpaudit.audit.result import AuditResult
-from dpaudit.audit.strategies import BAND_SHARE
 from dpaudit.mechanisms.base import NeighbouringPair
 
 __all__ = [
@@ -65,7 +59,6 @@ __all__ = [
     "SCOUT_FRACTION",
     "SCOUT_MOST",
     "audit_scores",
-    "counts_on_grid",
     "scouted_thresholds",
     "split_scores",
 ]
@@ -77,9 +70,9 @@ FEW_VALUES = 16
 SCOUT_FRACTION = 0.1
 
 #: Most scores of one side in the scout (enough to see a few repeating values).
-SCOUT_MOST = 1000
+SCOUT_MOST = 50
 
-_STRATEGIES = ("auto", "bonferroni", "holdout", "holdout+band", "median")
+_STRATEGIES = ("auto", "bonferroni", "holdout", "holdout+band", "holdout+exact", "median")
 
 
 def _check_scores(name: str, scores: object) -> np.ndarray:
@@ -96,14 +89,22 @@ def _head(n: int, fraction: float) -> int:
     return min(max(2, int(round(fraction * n))), n - 2)
 
 
+def _split_positions(
+    n: int, fraction: float, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """The positions of :func:`split_scores`' two parts among ``n`` scores."""
+    order = rng.permutation(n)
+    n_sel = _head(n, fraction)
+    return order[:n_sel], order[n_sel:]
+
+
 def split_scores(
     scores: np.ndarray, fraction: float, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
     """A random split into ``(selection, evaluation)``, ``round(fraction * n)`` (at least 2) to
     selection and at least 2 to evaluation, in a random order that does not depend on values."""
-    shuffled = scores[rng.permutation(scores.size)]
-    n_sel = _head(scores.size, fraction)
-    return shuffled[:n_sel], shuffled[n_sel:]
+    selection, evaluation = _split_positions(scores.size, fraction, rng)
+    return scores[selection], scores[evaluation]
 
 
 def _scout_size(n: int, selection: int) -> int:
@@ -126,11 +127,28 @@ def scouted_thresholds(scout_d: np.ndarray, scout_d_prime: np.ndarray) -> np.nda
     return below if below.size else None
 
 
-def counts_on_grid(grid: ScoreGrid, s_d: np.ndarray, s_d_prime: np.ndarray) -> np.ndarray:
-    """Counts per grid bin of the two sides, as the engine keeps them: shape ``(2, n_bins)``."""
-    return np.stack(
-        [np.bincount(grid.locate(s)[0], minlength=grid.n_bins) for s in (s_d, s_d_prime)]
-    ).astype(np.int64)
+def _grid_and_counts(
+    *sides: tuple[np.ndarray, tuple[np.ndarray, ...]],
+) -> tuple[ScoreGrid, list[np.ndarray]]:
+    """The grid of every score's value (:meth:`ScoreGrid.from_values`) and the counts per bin of
+    each part, given as ``(scores, (positions, ...))`` per side, the parts of a side together
+    holding each of its scores once. Each part is sorted and the sorted parts are merged (a
+    stable sort of sorted runs costs little), which bins every score at once: a finite score
+    equal to the ``i``-th value is in bin ``i + 1``, ``-inf`` in bin 0 and ``+inf`` in the last."""
+    runs = [np.sort(scores[part]) for scores, parts in sides for part in parts]
+    pooled = np.concatenate(runs)
+    order = np.argsort(pooled, kind="stable")
+    merged = pooled[order]
+    grid = ScoreGrid.from_values(merged)
+    finite = np.isfinite(merged)
+    new = finite & np.concatenate([[True], merged[1:] != merged[:-1]])
+    bins = np.empty(merged.size, dtype=np.intp)
+    bins[order] = np.where(finite, np.cumsum(new), np.where(merged > 0, grid.n_bins - 1, 0))
+    ends = np.cumsum([run.size for run in runs])
+    return grid, [
+        np.bincount(part, minlength=grid.n_bins).astype(np.int64)
+        for part in np.split(bins, ends[:-1])
+    ]
 
 
 def _fixed_counts(
@@ -156,7 +174,6 @@ def _result(
     started: float,
     metadata: dict,
     fixed: tuple[np.ndarray, np.ndarray] | None = None,
-    gamma_share: float = 1.0,
 ) -> AuditResult:
     return AuditResult(
         mechanism=None,
@@ -176,7 +193,6 @@ def _result(
         selection_counts=selection,
         fixed_thresholds=None if fixed is None else fixed[0],
         fixed_counts=None if fixed is None else fixed[1],
-        gamma_share=gamma_share,
         metadata={k: v for k, v in metadata.items() if k != "_pair"},
     )
 
@@ -188,7 +204,7 @@ def audit_scores(
     confidence: float = 0.95,
     seed: int = 0,
     strategy: str = "auto",
-    selection_fraction: float = 0.5,
+    selection_fraction: float = 0.3,
     thresholds: Sequence[float] | None = None,
     name: str = "scores",
 ) -> AuditResult:
@@ -206,9 +222,8 @@ def audit_scores(
         Seed of the random selection/evaluation split.
     strategy:
         ``"auto"`` (the default: the thresholds of a scout with few values, else
-        ``"holdout+band"``; module docstring), ``"holdout+band"``, ``"holdout"``,
-        ``"bonferroni"`` or ``"median"`` (:mod:`dpaudit.audit.strategies`); see the module
-        docstring.
+        ``"holdout+exact"``; module docstring), ``"holdout+exact"``, ``"holdout+band"``,
+        ``"holdout"``, ``"bonferroni"`` or ``"median"`` (:mod:`dpaudit.audit.strategies`).
     selection_fraction:
         Share of each side used to choose thresholds (the scout included); the rest evaluates.
         When the scout has few values, the scout chooses and everything else evaluates.
@@ -245,26 +260,35 @@ def audit_scores(
         if declared.size == 0 or not np.isfinite(declared).all():
             raise ValueError("thresholds must be a non-empty list of finite numbers")
     rng = np.random.default_rng(np.random.SeedSequence(int(seed)))
-    sel0, ev0 = split_scores(s0, selection_fraction, rng)
-    sel1, ev1 = split_scores(s1, selection_fraction, rng)
-    n_eval, n_sel = min(ev0.size, ev1.size), min(sel0.size, sel1.size)
+    # Each side as positions of its scores: the selection part first, in a random order.
+    sel0, ev0 = _split_positions(s0.size, selection_fraction, rng)
+    sel1, ev1 = _split_positions(s1.size, selection_fraction, rng)
     scouted = None
+    left0 = left1 = np.zeros(0, dtype=np.intp)  # scores on the grid but in neither count
     if declared is not None:
-        sel0, ev0, sel1, ev1, n_sel, n_eval = s0, s0, s1, s1, 0, min(s0.size, s1.size)
+        sel0 = sel1 = np.zeros(0, dtype=np.intp)
+        ev0, ev1 = np.arange(s0.size), np.arange(s1.size)
         strategy = "declared"
     elif strategy == "auto":
         # The scout: a prefix of each side's selection part, leaving it at least 2 scores.
         k0, k1 = _scout_size(s0.size, sel0.size), _scout_size(s1.size, sel1.size)
         if min(k0, k1) >= 2:
-            scouted = scouted_thresholds(sel0[:k0], sel1[:k1])
+            scouted = scouted_thresholds(s0[sel0[:k0]], s1[sel1[:k1]])
         if scouted is None:
-            strategy = "holdout+band"
+            # The scout decided the path: the band and the holdout leave its scores out.
+            strategy = "holdout+exact"
+            if min(k0, k1) >= 2:
+                left0, left1, sel0, sel1 = sel0[:k0], sel1[:k1], sel0[k0:], sel1[k1:]
         else:
             ev0, ev1 = np.concatenate([sel0[k0:], ev0]), np.concatenate([sel1[k1:], ev1])
             sel0, sel1 = sel0[:k0], sel1[:k1]
-            n_sel, n_eval = min(k0, k1), min(ev0.size, ev1.size)
             strategy = "scouted"
-    grid = ScoreGrid.from_values(np.concatenate([s0, s1]))
+    n_sel = 0 if declared is not None else min(sel0.size, sel1.size)
+    n_eval = min(ev0.size, ev1.size)
+    grid, (c_ev0, c_sel0, _, c_ev1, c_sel1, _) = _grid_and_counts(
+        (s0, (ev0, sel0, left0)), (s1, (ev1, sel1, left1))
+    )
+
     pair = NeighbouringPair(np.zeros(0), np.zeros(1), "add_remove", "scores given by the user")
     metadata = {
         "_pair": pair,
@@ -281,17 +305,18 @@ def audit_scores(
     }
     fixed = None
     if strategy == "median":
-        fixed = _fixed_counts(np.array([np.median(np.concatenate([sel0, sel1]))]), ev0, ev1)
+        median = np.median(np.concatenate([s0[sel0], s1[sel1]]))
+        fixed = _fixed_counts(np.array([median]), s0[ev0], s1[ev1])
     elif declared is not None:
         fixed = _fixed_counts(declared, s0, s1)
     elif scouted is not None:
-        fixed = _fixed_counts(scouted, ev0, ev1)
+        fixed = _fixed_counts(scouted, s0[ev0], s1[ev1])
     used = "fixed" if fixed is not None else strategy
     result = _result(
         name,
         grid,
-        counts_on_grid(grid, ev0, ev1),
-        counts_on_grid(grid, sel0, sel1),
+        np.stack([c_ev0, c_ev1]),
+        np.stack([c_sel0, c_sel1]),
         n_eval,
         n_sel,
         int(seed),
@@ -300,8 +325,6 @@ def audit_scores(
         started,
         metadata,
         fixed,
-        # The other path's band would have spent BAND_SHARE gamma (see the module docstring).
-        gamma_share=1.0 if scouted is None else 1.0 - BAND_SHARE,
     )
     result.metadata["threshold_choice"] = strategy
     return result

@@ -17,9 +17,16 @@ level (docs/theory.md#empirical). Every audit names one of three strategies:
   ``gamma/(2K)`` per bound. The test is "D_prime iff score > t".
 - ``"holdout+band"``: the holdout at ``(1 - BAND_SHARE) gamma``, and a band over the selection
   and evaluation trials pooled at ``BAND_SHARE gamma`` (:func:`band_upper`: simultaneous over all
-  thresholds, so its best threshold needs no correction); the better of the two is read. The
-  default of audits of given scores (:mod:`dpaudit.audit.scores`), whose small samples the
-  holdout's split halves.
+  thresholds by a union bound over its count indices, so its best threshold needs no
+  correction); the better of the two is read.
+- ``"holdout+exact"``: the same with the *exact* band (:func:`exact_band_upper`), whose joint
+  coverage over its checkpoints is computed (:mod:`dpaudit.audit.crossing`) instead of
+  union-bounded, at :func:`exact_share` of ``gamma`` (all of it unless both selection samples
+  hold :data:`EXACT_HOLDOUT_SELECTION` trials, when the holdout spends the rest). The default of
+  audits of given scores (:mod:`dpaudit.audit.scores`). The engine's default stays the holdout:
+  on its large counts the holdout's full ``gamma`` certifies more for mechanisms read in the
+  middle of the curve (Laplace), and the exact band helps only tail-read ones (Gaussian)
+  (``bench/bench_strategies.py --engine``).
 
 The holdout choice maximises the bound the evaluation would give if its error rates were
 *pessimistic* selection estimates (the selection's Clopper-Pearson upper bounds at level
@@ -82,18 +89,23 @@ Proofs, each conditional on the selection sample (independent of the evaluation 
   :func:`band_upper`; selection and evaluation trials are independent draws of the same laws,
   so their pool is one sample); all hold together with probability at least ``1 - gamma``
   (union bound), whichever of the two is read.
+- holdout+exact: as holdout+band, with the exact band's failure probability computed
+  (:func:`exact_band_levels`) in place of the union bound over its indices.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from scipy import special
 
-from dpaudit._core.validation import check_integer
+from dpaudit._core.validation import check_integer, check_probability
 from dpaudit.audit.confidence import clopper_pearson_upper
+from dpaudit.audit.crossing import noncrossing_probability
 from dpaudit.bounds.tradeoff import TradeoffCurve
 
 __all__ = [
@@ -106,6 +118,7 @@ __all__ = [
     "default_selection_trials",
     "predicted_upper",
     "PREDICTION_POINTS",
+    "PREDICTION_ENDS",
     "holdout_choice",
     "choose_threshold",
     "HOLDOUT_RESERVE",
@@ -119,10 +132,19 @@ __all__ = [
     "band_upper",
     "ceiling_errors",
     "band_ceiling_errors",
+    "EXACT_SHARE",
+    "EXACT_HOLDOUT_SELECTION",
+    "EXACT_LINEAR_COUNTS",
+    "EXACT_RATIO",
+    "EXACT_UPPER_WEIGHT",
+    "exact_share",
+    "exact_band_counts",
+    "exact_band_levels",
+    "exact_band_upper",
     "oracle_errors",
 ]
 
-STRATEGIES = ("holdout", "bonferroni", "fixed", "holdout+band")
+STRATEGIES = ("holdout", "bonferroni", "fixed", "holdout+band", "holdout+exact")
 
 #: Default selection sample: ``max(trials // SELECTION_DIVISOR, MIN_SELECTION_TRIALS)`` per dataset
 #: (at most ``trials`` for foreign code: :func:`default_selection_trials`).
@@ -156,8 +178,13 @@ SMALL_CANDIDATES_PER_SIDE = 4
 #: rest); measured by ``bench/bench_peers.py``.
 BAND_SHARE = 0.25
 
-#: :func:`predicted_upper` is exact at up to this many distinct selection counts.
-PREDICTION_POINTS = 2048
+#: :func:`predicted_upper` is exact at up to this many distinct selection counts, and linear in
+#: between: the predictions are smooth, so the holdout chooses the thresholds an exact prediction
+#: chooses (``tests/audit/test_strategies.py``) at a fraction of the inverse Beta evaluations.
+PREDICTION_POINTS = 512
+
+#: :func:`predicted_upper` is exact at this many of the smallest and of the largest counts.
+PREDICTION_ENDS = 64
 
 #: Counts up to this one are each an index of the band; above it the indices grow geometrically.
 BAND_EXACT_COUNTS = 8
@@ -206,6 +233,149 @@ def band_upper(k: np.ndarray, n: int, gamma: float) -> np.ndarray:
     ]
 
 
+#: Share of ``gamma`` that ``"holdout+exact"`` spends on its exact band when the holdout runs
+#: (the holdout gets the rest); measured by ``bench/bench_peers.py``.
+EXACT_SHARE = 0.8
+
+#: ``"holdout+exact"`` runs its holdout only when both selection samples hold at least this
+#: many trials (a rule on sizes only); below, the exact band spends all of ``gamma``.
+EXACT_HOLDOUT_SELECTION = 10_000
+
+#: Counts up to this one are each a checkpoint of the exact band; above it they grow geometrically.
+EXACT_LINEAR_COUNTS = 32
+
+#: Ratio of consecutive checkpoints of the exact band above :data:`EXACT_LINEAR_COUNTS`.
+EXACT_RATIO = 1.05
+
+#: Level of the exact band's checkpoints above ``n / 2`` relative to those below (module
+#: docstring of :func:`exact_band_levels`).
+EXACT_UPPER_WEIGHT = 0.25
+
+#: The exact band is calibrated to fail with probability between ``(1 - _CALIBRATION_SLACK)``
+#: and ``(1 - _CALIBRATION_MARGIN)`` times its ``gamma``.
+_CALIBRATION_MARGIN = 1e-3
+_CALIBRATION_SLACK = 0.03
+
+#: Most evaluations of the crossing probability while calibrating one exact band.
+_CALIBRATION_STEPS = 8
+
+
+def exact_band_counts(n: int) -> np.ndarray:
+    """The checkpoints of the exact band for ``n`` trials: every count up to
+    :data:`EXACT_LINEAR_COUNTS`, then ``ceil(32 * 1.05^i)`` up to ``n``, and the mirror images
+    ``n - c`` of all of them. A function of ``n`` only (read-only, kept for the process)."""
+    return _exact_band_counts(check_integer("n", n, minimum=1))
+
+
+@functools.lru_cache(maxsize=64)
+def _exact_band_counts(n: int) -> np.ndarray:
+    counts = set(range(min(EXACT_LINEAR_COUNTS, n) + 1))
+    x = float(EXACT_LINEAR_COUNTS)
+    while x < n:
+        x *= EXACT_RATIO
+        counts.add(min(math.ceil(x), n))
+    out = np.array(sorted(counts | {n - c for c in counts}), dtype=np.int64)
+    out.setflags(write=False)
+    return out
+
+
+def exact_band_levels(n: int, gamma: float) -> tuple[np.ndarray, np.ndarray]:
+    """The exact band of ``n`` trials at error probability ``gamma``: its checkpoints ``c`` (the
+    counts of :func:`exact_band_counts` below ``n``) and the level ``g_c`` of each.
+
+    The band bounds the rate behind a count ``c`` by the Clopper-Pearson upper bound of ``c`` at
+    level ``g_c``, the upper ``g_c`` quantile of ``Beta(c + 1, n - c)``, which is the law of
+    ``U_(c+1)`` (the ``(c+1)``-th smallest of the trials' tail probabilities; see
+    :func:`band_upper`). The levels are ``g_c = s * w_c`` with ``w_c = 1`` for ``c <= n / 2`` and
+    :data:`EXACT_UPPER_WEIGHT` above: small counts are where a rate enters a bound as its
+    denominator (``alpha+`` in ``log((1 - delta - beta+) / alpha+)``), where the bound is most
+    sensitive to the level. The scale ``s`` is chosen so that the probability that *some*
+    ``U_(c+1)`` exceeds its bound, computed exactly (:func:`dpaudit.audit.crossing.
+    noncrossing_probability`), lies between ``0.97 gamma`` and ``0.999 gamma``; it starts from the
+    union bound's ``s = gamma / sum(w)``, which is valid by itself, and every scale tried whose
+    exact probability is above ``0.999 gamma`` is refused, so the band is valid whatever the
+    search does. Cached: a function of ``n`` and ``gamma`` only.
+    """
+    n = check_integer("n", n, minimum=1)
+    gamma = check_probability("gamma", gamma, low_open=True, high_open=True)
+    return _exact_band_levels(n, gamma)
+
+
+@functools.lru_cache(maxsize=64)
+def _exact_band_levels(n: int, gamma: float) -> tuple[np.ndarray, np.ndarray]:
+    counts = exact_band_counts(n)
+    c = counts[counts < n]
+    weight = np.where(c <= n / 2, 1.0, EXACT_UPPER_WEIGHT)
+    target = gamma * (1.0 - _CALIBRATION_MARGIN)
+
+    def crossing(scale: float) -> float:
+        bounds = special.betaincinv(c + 1.0, n - c, 1.0 - scale * weight)
+        return 1.0 - noncrossing_probability(c + 1, bounds, n)
+
+    best = target / weight.sum()
+    scale, p = best, crossing(best)
+    slope = 1.0
+    for _ in range(_CALIBRATION_STEPS):
+        if p >= (1.0 - _CALIBRATION_SLACK) * target:
+            break
+        step = min(math.log(target / p) / slope, math.log(0.5 / (scale * weight.max())))
+        trial = scale * math.exp(step)
+        p_trial = crossing(trial)
+        if p_trial > 0.0 and p > 0.0 and trial != scale:
+            slope = max(math.log(p_trial / p) / math.log(trial / scale), 0.25)
+        if p_trial <= target:
+            best = max(best, trial)
+        scale, p = trial, p_trial
+        if p > target:
+            scale, p = best, crossing(best)
+    levels = best * weight
+    c.setflags(write=False)
+    levels.setflags(write=False)
+    return c, levels
+
+
+def exact_band_upper(k: np.ndarray, n: int, gamma: float) -> np.ndarray:
+    """Upper confidence bounds on the rate behind each count of ``k`` (one error of one sample of
+    ``n`` trials), simultaneous over every threshold with probability at least ``1 - gamma``,
+    the coverage computed exactly rather than by a union bound (:func:`exact_band_levels`).
+
+    A count ``k`` is bounded by the smallest checkpoint bound at or above it (a threshold with
+    count ``k`` has a true rate of at most ``U_(k+1) <= U_(c+1)`` for every ``c >= k``), and a
+    count of ``n`` by 1. Validity: with probability at least ``1 - gamma`` every
+    ``U_(c+1)`` is at most its bound (the exact computation), and then every threshold's bound
+    holds, so the best threshold may be read without a further correction.
+    """
+    c, bounds = _exact_band_bounds(n, gamma)
+    return bounds[np.searchsorted(c, np.asarray(k), side="left")]
+
+
+@functools.lru_cache(maxsize=64)
+def _exact_band_bounds(n: int, gamma: float) -> tuple[np.ndarray, np.ndarray]:
+    """The checkpoints of the exact band and the bound read at each count up to the next
+    checkpoint (the smallest bound at or above it), with a last bound of 1 for the count ``n``."""
+    c, levels = exact_band_levels(n, gamma)
+    bounds = special.betaincinv(c + 1.0, n - c, 1.0 - levels)
+    bounds = np.concatenate([np.minimum.accumulate(bounds[::-1])[::-1], [1.0]])
+    bounds.setflags(write=False)
+    return c, bounds
+
+
+def _exact_band_runs(
+    fp: np.ndarray, fn: np.ndarray, n0: int, n1: int, gamma: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The exact band of both errors at every threshold, kept once per run of thresholds whose
+    two bounds are the same: ``(first threshold of each run, alpha+, beta+)``. The counts move
+    monotonically along the thresholds, so there are at most as many runs as checkpoints,
+    however many thresholds; the best run's first threshold is the first best threshold."""
+    c0, bounds0 = _exact_band_bounds(n0, gamma)
+    c1, bounds1 = _exact_band_bounds(n1, gamma)
+    i0 = np.searchsorted(c0, fp, side="left")
+    i1 = np.searchsorted(c1, fn, side="left")
+    changes = (i0[1:] != i0[:-1]) | (i1[1:] != i1[:-1])
+    starts = np.concatenate([[0], np.flatnonzero(changes) + 1])
+    return starts, bounds0[i0[starts]], bounds1[i1[starts]]
+
+
 def default_selection_trials(trials: int, *, foreign_code: bool = False) -> int:
     """The selection sample per dataset unless told otherwise: ``max(trials // 4, 10_000)``.
 
@@ -234,15 +404,17 @@ def predicted_upper(
     """The Clopper-Pearson upper bound an evaluation of ``n_evaluation`` trials would report if
     its rate were the selection's pessimistic estimate (its upper bound at ``1 - pessimism``).
 
-    Exact at up to :data:`PREDICTION_POINTS` distinct counts; with more, exact at that many
-    (geometrically spaced from both ends of the sorted counts, so every small count and every
-    count near ``n_selection`` is among them) and linear in between. The prediction only ranks
-    thresholds, on selection counts; no bound is read from it.
+    Exact at up to :data:`PREDICTION_POINTS` distinct counts; with more, exact at the
+    :data:`PREDICTION_ENDS` smallest and largest distinct counts (where ``eps`` thresholds live)
+    and at :data:`PREDICTION_POINTS` more geometrically spaced from both ends of the sorted counts,
+    and linear in between. The prediction only ranks thresholds, on selection counts; no bound
+    is read from it.
     """
     values, inverse = _distinct(np.asarray(k_selection))
     at = values
     if values.size > PREDICTION_POINTS:
         steps = np.geomspace(1, values.size, PREDICTION_POINTS // 2).astype(np.int64)
+        steps = np.concatenate([steps, np.arange(1, min(PREDICTION_ENDS, values.size) + 1)])
         at = values[np.unique(np.concatenate([steps - 1, values.size - steps]))]
     rate = clopper_pearson_upper(at, n_selection, pessimism)
     expected = np.minimum(rate * n_evaluation, n_evaluation)
@@ -317,14 +489,36 @@ def ceiling_errors(n_d: int, n_d_prime: int, gamma: float) -> tuple[float, float
     return -float(np.expm1(np.log(half) / n_d)), -float(np.expm1(np.log(half) / n_d_prime))
 
 
-def band_ceiling_errors(n_d: int, n_d_prime: int, gamma: float) -> tuple[float, float]:
+def band_ceiling_errors(
+    n_d: int, n_d_prime: int, gamma: float, exact_share: float | None = None
+) -> tuple[float, float]:
     """The upper bounds the band of ``"holdout+band"`` reads for a *perfect* attack on ``n_d``
     and ``n_d_prime`` pooled trials: :func:`band_upper` of a zero count at the band's share of
-    ``gamma`` (:func:`ceiling_errors` gives the holdout's)."""
-    half = BAND_SHARE * gamma / 2
-    return float(band_upper(np.array(0), n_d, half)), float(
-        band_upper(np.array(0), n_d_prime, half)
+    ``gamma`` (:func:`ceiling_errors` gives the holdout's); with ``exact_share``, those of the
+    exact band of ``"holdout+exact"`` spending that share (:func:`exact_band_upper`)."""
+    if exact_share is None:
+        half = BAND_SHARE * gamma / 2
+        return float(band_upper(np.array(0), n_d, half)), float(
+            band_upper(np.array(0), n_d_prime, half)
+        )
+    each = _per_error(exact_share * gamma)
+    return float(exact_band_upper(np.array(0), n_d, each)), float(
+        exact_band_upper(np.array(0), n_d_prime, each)
     )
+
+
+def exact_share(n_selection_d: int, n_selection_d_prime: int) -> float:
+    """The share of ``gamma`` the exact band of ``"holdout+exact"`` spends: :data:`EXACT_SHARE`
+    when both selection samples hold :data:`EXACT_HOLDOUT_SELECTION` trials or more (the holdout
+    then spends the rest), else all of it. A rule on sizes only."""
+    large = min(n_selection_d, n_selection_d_prime) >= EXACT_HOLDOUT_SELECTION
+    return EXACT_SHARE if large else 1.0
+
+
+def _per_error(gamma: float) -> float:
+    """The error probability ``g`` of each of two bands on independent samples that fail
+    together with probability ``gamma``: ``1 - (1 - g)^2 = gamma``."""
+    return -math.expm1(0.5 * math.log1p(-gamma))
 
 
 def oracle_errors(
@@ -417,8 +611,10 @@ def choose_threshold(
     band of ``"holdout+band"`` won), the counts the bounds were read from with their sample
     sizes, and the two upper bounds. Valid by the arguments of the module docstring.
     """
-    if strategy == "holdout+band":
-        return _holdout_band_choice(objective, selection, evaluation, gamma, named, memo)
+    if strategy in ("holdout+band", "holdout+exact"):
+        return _holdout_band_choice(
+            objective, selection, evaluation, gamma, named, memo, strategy == "holdout+exact"
+        )
     if named is not None and strategy != "fixed":
         evaluation = (evaluation[0][named], evaluation[1][named], *evaluation[2:])
         if selection is not None:
@@ -472,52 +668,75 @@ def _holdout_band_choice(
     gamma: float,
     named: np.ndarray | None,
     memo: dict[Any, np.ndarray] | None = None,
+    exact: bool = False,
 ) -> dict[str, Any]:
-    """The better of the holdout at ``(1 - BAND_SHARE) gamma`` and the band of both samples
-    pooled at ``BAND_SHARE gamma`` (``BAND_SHARE gamma / 2`` per error).
+    """The better of the holdout and a band over both samples pooled: ``"holdout+band"`` (the
+    holdout at ``(1 - BAND_SHARE) gamma``, :func:`band_upper` at ``BAND_SHARE gamma / 2`` per
+    error) or, with ``exact``, ``"holdout+exact"`` (the holdout at ``(1 - EXACT_SHARE) gamma``,
+    :func:`exact_band_upper` at ``1 - sqrt(1 - EXACT_SHARE gamma)`` per error).
 
-    Valid by a union bound: the holdout's bounds fail with probability at most
-    ``(1 - BAND_SHARE) gamma`` and the band's (simultaneous over all thresholds, so its best
-    threshold needs no correction) with at most ``BAND_SHARE gamma``; whichever is reported, all
-    hold together with probability at least ``1 - gamma``. The pooled sample is the selection
-    and the evaluation trials together, independent draws of the same two laws.
+    Valid by a union bound: the holdout's bounds fail with probability at most its share and the
+    band's (simultaneous over all thresholds, so its best threshold needs no correction) with at
+    most the rest; whichever is reported, all hold together with probability at least
+    ``1 - gamma``. The pooled sample is the selection and the evaluation trials together,
+    independent draws of the same two laws. The exact band's two errors come from independent
+    samples, so its two bands hold together with probability ``(1 - g)^2 = 1 - EXACT_SHARE gamma``
+    at ``g = 1 - sqrt(1 - EXACT_SHARE gamma)`` each.
     """
     if selection is None:
         raise ValueError("strategy 'holdout+band' needs the selection counts")
-    holdout = choose_threshold(
-        "holdout", objective, selection, evaluation, (1 - BAND_SHARE) * gamma, named, memo
-    )
+    share = exact_share(selection[2], selection[3]) if exact else BAND_SHARE
+    holdout = None
+    if share < 1.0:
+        holdout = choose_threshold(
+            "holdout", objective, selection, evaluation, (1 - share) * gamma, named, memo
+        )
     fp = np.asarray(selection[0]) + np.asarray(evaluation[0])
     fn = np.asarray(selection[1]) + np.asarray(evaluation[1])
     n0, n1 = selection[2] + evaluation[2], selection[3] + evaluation[3]
-    half = BAND_SHARE * gamma / 2
-    a = _remembered(memo, ("band", 0, half), lambda: band_upper(fp, n0, half))
-    b = _remembered(memo, ("band", 1, half), lambda: band_upper(fn, n1, half))
+    if exact:
+        each = _per_error(share * gamma)
+        starts, a, b = _remembered(
+            memo, ("exact", each), lambda: _exact_band_runs(fp, fn, n0, n1, each)
+        )
+        key, k0, k1, per_bound = (
+            "exact",
+            exact_band_counts(n0).size,
+            exact_band_counts(n1).size,
+            each,
+        )
+    else:
+        each = share * gamma / 2
+        a = _remembered(memo, ("band", 0, each), lambda: band_upper(fp, n0, each))
+        b = _remembered(memo, ("band", 1, each), lambda: band_upper(fn, n1, each))
+        starts = np.arange(a.size)
+        key, k0, k1 = "band", band_counts(n0).size, band_counts(n1).size
+        per_bound = each / max(k0, k1)
     values = objective(a, b)
-    j = int(np.argmax(values))
-    if (
-        not values[j]
+    i = int(np.argmax(values))
+    if holdout is not None and (
+        not values[i]
         > objective(np.array([holdout["alpha_upper"]]), np.array([holdout["beta_upper"]]))[0]
     ):
         return holdout
-    k0, k1 = band_counts(n0).size, band_counts(n1).size
+    j = int(starts[i])
     return {
         "index": j,
-        "gamma_per_bound": half / max(k0, k1),
+        "gamma_per_bound": per_bound,
         "candidates": int(k0 + k1),
-        "strategy": "band",
+        "strategy": key,
         "fp": int(fp[j]),
         "fn": int(fn[j]),
         "n_d": int(n0),
         "n_d_prime": int(n1),
-        "alpha_upper": float(a[j]),
-        "beta_upper": float(b[j]),
+        "alpha_upper": float(a[i]),
+        "beta_upper": float(b[i]),
     }
 
 
 def _remembered(
-    memo: dict[Any, np.ndarray] | None, key: tuple[Any, ...], compute: Callable[[], np.ndarray]
-) -> np.ndarray:
+    memo: dict[Any, Any] | None, key: tuple[Any, ...], compute: Callable[[], Any]
+) -> Any:
     """``compute()``, kept in ``memo`` under ``key`` (``memo=None``: computed every time)."""
     if memo is None:
         return compute()

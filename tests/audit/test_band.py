@@ -156,10 +156,11 @@ def test_holdout_and_band_are_read_at_their_shares_of_gamma(quantity, n):
 
 
 def _split_indices(seed: int, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The selection and evaluation positions ``audit_scores`` draws for two sides of ``n``."""
+    """The selection and evaluation positions ``audit_scores`` draws for two sides of ``n`` (its
+    default selection fraction, 0.3)."""
     rng = np.random.default_rng(np.random.SeedSequence(seed))
-    sel0, ev0 = split_scores(np.arange(n), 0.5, rng)
-    sel1, ev1 = split_scores(np.arange(n), 0.5, rng)
+    sel0, ev0 = split_scores(np.arange(n), 0.3, rng)
+    sel1, ev1 = split_scores(np.arange(n), 0.3, rng)
     return sel0, ev0, sel1, ev1
 
 
@@ -197,17 +198,17 @@ def test_scores_grid_names_only_selection_values_for_the_choice():
     assert a.mu_witness()["alpha"] != b.mu_witness()["alpha"]
 
 
-def test_default_scores_strategy_is_holdout_with_band():
+def test_default_scores_strategy_is_holdout_with_the_exact_band():
     rng = np.random.default_rng(0)
     r = audit_scores(rng.standard_normal(50), rng.standard_normal(50) + 3.0)
-    assert r.strategy == "holdout+band" and r.metadata["threshold_choice"] == "holdout+band"
+    assert r.strategy == "holdout+exact" and r.metadata["threshold_choice"] == "holdout+exact"
     w = r.epsilon_witness(1e-5)
-    assert w["strategy"] in ("band", "holdout", "holdout+median", "holdout+reserve", "bonferroni")
+    assert w["strategy"] in ("exact", "holdout", "holdout+median", "holdout+reserve", "bonferroni")
     assert w["epsilon"] > 0
 
 
 def test_the_defaults_holdout_chooses_among_the_selections_values_only():
-    """On a grid of both samples' values the holdout inside "holdout+band" reads a selection
+    """On a grid of both samples' values the holdout inside "holdout+exact" reads a selection
     score, never an evaluation score (whose test would depend on evaluation data)."""
     for seed in range(12):
         rng = np.random.default_rng(seed)
@@ -215,7 +216,7 @@ def test_the_defaults_holdout_chooses_among_the_selections_values_only():
         r = audit_scores(s0, s1, seed=seed)
         named = set(r.grid.edges[r._named()].tolist())
         for w in (r.mu_witness(), r.epsilon_witness(1e-5)):
-            if w["strategy"] != "band":
+            if w["strategy"] != "exact":
                 assert w["threshold"] in named, (seed, w["strategy"])
 
 

@@ -27,6 +27,7 @@ from dpaudit.audit.lower_bounds import epsilon_from_errors, mu_from_errors
 from dpaudit.audit.strategies import (
     HOLDOUT_PESSIMISM,
     HOLDOUT_RESERVE,
+    PREDICTION_ENDS,
     PREDICTION_POINTS,
     RESERVE_SELECTION,
     SMALL_CANDIDATES_PER_SIDE,
@@ -344,7 +345,8 @@ def test_default_n_jobs_gives_identical_counts(monkeypatch):
 def test_prediction_is_exact_at_few_counts_and_interpolated_between_many():
     """predicted_upper: with at most PREDICTION_POINTS distinct counts, the Clopper-Pearson bound
     of the pessimistic rate scaled to the evaluation size, exactly; with more, exact at every
-    small count and every count near n (where eps thresholds live), non-decreasing, and within
+    one of the PREDICTION_ENDS smallest and largest counts (where eps thresholds live),
+    non-decreasing, and within
     1e-3 (relative) of the exact value elsewhere, which only ranks thresholds."""
     n_sel, n_eval, g, p = 50_000, 150_000, 0.01, 1e-3
 
@@ -357,7 +359,31 @@ def test_prediction_is_exact_at_few_counts_and_interpolated_between_many():
     every = np.arange(n_sel + 1)
     assert every.size > PREDICTION_POINTS
     got, want = predicted_upper(every, n_sel, n_eval, g, p), exact(every)
-    ends = np.r_[0:64, n_sel - 64 : n_sel + 1]
+    ends = np.r_[0:PREDICTION_ENDS, n_sel + 1 - PREDICTION_ENDS : n_sel + 1]
     np.testing.assert_array_equal(got[ends], want[ends])
     assert (np.diff(got) >= 0).all()
     np.testing.assert_allclose(got, want, rtol=1e-3)
+
+
+@pytest.mark.parametrize("law", ["gaussian", "laplace"])
+def test_the_interpolated_prediction_chooses_what_an_exact_one_chooses(law, monkeypatch):
+    """The holdout's thresholds, eps at 1e-5 and mu, on 30,000 scores a side (over a thousand
+    distinct selection counts): the same with predictions exact at every count."""
+    import dpaudit.audit.strategies as strategies
+    from dpaudit.audit.scores import audit_scores
+
+    rng = np.random.default_rng(7)
+    if law == "gaussian":
+        s0, s1 = rng.standard_normal(30_000), rng.standard_normal(30_000) + 1.0
+    else:
+        s0, s1 = rng.laplace(0.0, 1.0, 30_000), rng.laplace(1.0, 1.0, 30_000)
+    for seed in range(3):
+        read = audit_scores(s0, s1, seed=seed, strategy="holdout")
+        chosen = [read.epsilon_witness(1e-5)["threshold"], read.mu_witness()["threshold"]]
+        with monkeypatch.context() as patch:
+            patch.setattr(strategies, "PREDICTION_POINTS", 10**9)
+            exact = audit_scores(s0, s1, seed=seed, strategy="holdout")
+            assert chosen == [
+                exact.epsilon_witness(1e-5)["threshold"],
+                exact.mu_witness()["threshold"],
+            ]

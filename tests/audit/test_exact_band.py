@@ -1,0 +1,163 @@
+"""The exact band of ``strategy="holdout+exact"``: its joint coverage computed, not union-bounded,
+its levels, its share of gamma beside the holdout, and its coverage by simulation."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import special
+
+from dpaudit.audit.confidence import clopper_pearson_upper
+from dpaudit.audit.crossing import noncrossing_probability
+from dpaudit.audit.lower_bounds import epsilon_from_errors
+from dpaudit.audit.strategies import (
+    EXACT_HOLDOUT_SELECTION,
+    EXACT_LINEAR_COUNTS,
+    EXACT_SHARE,
+    EXACT_UPPER_WEIGHT,
+    choose_threshold,
+    exact_band_counts,
+    exact_band_levels,
+    exact_band_upper,
+    exact_share,
+)
+
+
+def _crossing(n: int, gamma: float) -> float:
+    """The probability that some checkpoint's order statistic exceeds its bound, recomputed."""
+    c, levels = exact_band_levels(n, gamma)
+    bounds = special.betaincinv(c + 1.0, n - c, 1.0 - levels)
+    return 1.0 - noncrossing_probability(c + 1, bounds, n)
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 60, 1000, 20_000])
+def test_exact_band_counts_are_fixed_by_n_and_cover_both_tails(n):
+    c = exact_band_counts(n)
+    assert c[0] == 0 and c[-1] == n and np.all(np.diff(c) > 0)
+    assert set(range(min(n, EXACT_LINEAR_COUNTS) + 1)) <= set(c.tolist())
+    np.testing.assert_array_equal(np.sort(n - c), c)
+    np.testing.assert_array_equal(exact_band_counts(n), c)
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 60, 1000, 20_000])
+@pytest.mark.parametrize("gamma", [0.01, 0.2])
+def test_the_exact_band_fails_with_probability_just_below_its_gamma(n, gamma):
+    """The exact computation puts the band's failure probability between 0.97 and 0.999 of its
+    gamma: a band calibrated to another target (gamma / 2) or to another sample size fails this
+    test. Its levels never fall below the union bound's, and the checkpoints above n / 2 get
+    EXACT_UPPER_WEIGHT times the level of those below."""
+    crossing = _crossing(n, gamma)
+    assert 0.97 * (1 - 1e-3) * gamma <= crossing <= (1 - 1e-3) * gamma + 1e-12
+    c, levels = exact_band_levels(n, gamma)
+    weight = np.where(c <= n / 2, 1.0, EXACT_UPPER_WEIGHT)
+    np.testing.assert_allclose(levels / weight, levels[0], rtol=1e-12)
+    assert levels[0] * weight.sum() >= (1 - 1e-3) * gamma
+
+
+def test_a_few_hundred_dependent_checkpoints_cost_a_few_dozen_tests():
+    """The point of the exact computation: at n = 10,000 the band's hundreds of checkpoints hold
+    together at a level per checkpoint more than five times the union bound's (5.5: the figure
+    docs/theory.md states)."""
+    n, gamma = 10_000, 0.025
+    c, levels = exact_band_levels(n, gamma)
+    weight = np.where(c <= n / 2, 1.0, EXACT_UPPER_WEIGHT)
+    union = gamma / weight.sum()
+    assert c.size > 250
+    assert levels[0] > 5.0 * union
+
+
+def test_the_band_reads_the_smallest_bound_at_or_above_each_count():
+    n, gamma = 1000, 0.05
+    c, levels = exact_band_levels(n, gamma)
+    bounds = special.betaincinv(c + 1.0, n - c, 1.0 - levels)
+    k = np.array([0, 5, 33, 34, 100, 499, 500, 501, 900, 999, 1000])
+    expected = [min(bounds[c >= x], default=1.0) for x in k]
+    np.testing.assert_allclose(exact_band_upper(k, n, gamma), expected, rtol=1e-12)
+
+
+def _uniform_tails(rng: np.random.Generator, reps: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """For ``reps`` samples of ``n`` uniforms, at the threshold just below each sample point and
+    at -inf: the count of points at or above it and the true rate ``P(U >= t)``."""
+    u = np.sort(rng.random((reps, n)), axis=1)
+    counts = n - np.arange(n + 1)
+    rates = np.concatenate([np.ones((reps, 1)), 1.0 - u], axis=1)
+    return np.broadcast_to(counts, rates.shape), rates
+
+
+def test_the_exact_band_covers_every_threshold_at_its_computed_rate():
+    """20,000 samples of 40 uniforms, gamma = 0.2: the band fails somewhere in a fraction of the
+    samples within 5 standard errors of its computed failure probability (false-failure
+    probability below 1e-6): the coverage is exact, neither below 1 - gamma nor far above.
+    Test of the test: Clopper-Pearson bounds at gamma for each threshold on its own fail
+    somewhere in most samples."""
+    reps, n, gamma = 20_000, 40, 0.2
+    counts, rates = _uniform_tails(np.random.default_rng(0), reps, n)
+    band = exact_band_upper(np.arange(n + 1), n, gamma)[counts]
+    fails = (rates > band).any(axis=1).mean()
+    p = _crossing(n, gamma)
+    assert abs(fails - p) <= 5 * math.sqrt(p * (1 - p) / reps)
+    assert fails <= gamma
+    pointwise = clopper_pearson_upper(np.arange(n + 1), n, gamma)[counts]
+    assert (rates > pointwise).any(axis=1).mean() > 0.5
+
+
+def test_the_exact_band_holds_on_a_law_with_atoms():
+    """Three atoms (0, 1, 2 with probabilities 0.7, 0.2, 0.1), thresholds at each; 4,000 samples
+    of 50, gamma = 0.2: at most 800 failures (a law with atoms fails less often than uniforms,
+    by the randomisation argument of band_upper; false-failure probability below 1e-6)."""
+    reps, n, gamma = 4000, 50, 0.2
+    s = np.random.default_rng(1).choice(3, size=(reps, n), p=[0.7, 0.2, 0.1])
+    rates = np.array([1.0, 0.3, 0.1])
+    counts = np.stack([(s >= a).sum(axis=1) for a in range(3)], axis=1)
+    assert int((rates > exact_band_upper(counts, n, gamma)).any(axis=1).sum()) <= gamma * reps
+
+
+def _errors(seed: int, n: int, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    s0, s1 = np.sort(rng.normal(0.0, 1.0, n)), np.sort(rng.normal(1.0, 1.0, n))
+    return n - np.searchsorted(s0, edges, side="left"), np.searchsorted(s1, edges, side="left")
+
+
+@pytest.mark.parametrize(("n_selection", "n_evaluation"), [(400, 900), (12_000, 30_000)])
+def test_holdout_and_exact_band_are_read_at_their_shares_of_gamma(n_selection, n_evaluation):
+    """Below EXACT_HOLDOUT_SELECTION selection trials the exact band spends all of gamma,
+    1 - sqrt(1 - gamma) per error on the pooled counts of each error's own sample; above, it
+    spends EXACT_SHARE and the holdout the rest. Unequal sample sizes per side: a band read at
+    the other side's n, or at the evaluation sample's, fails here."""
+    gamma = 0.05
+    edges = np.linspace(-5.0, 6.0, 1101)
+    sizes = (n_selection, n_selection + 7), (n_evaluation, n_evaluation - 11)
+    fp_s, _ = _errors(0, sizes[0][0], edges)
+    _, fn_s = _errors(1, sizes[0][1], edges)
+    fp_e, _ = _errors(2, sizes[1][0], edges)
+    _, fn_e = _errors(3, sizes[1][1], edges)
+    selection = (fp_s, fn_s, *sizes[0])
+    evaluation = (fp_e, fn_e, *sizes[1])
+    share = exact_share(*sizes[0])
+    assert share == (EXACT_SHARE if n_selection >= EXACT_HOLDOUT_SELECTION else 1.0)
+    each = 1 - math.sqrt(1 - share * gamma)
+    n0, n1 = sizes[0][0] + sizes[1][0], sizes[0][1] + sizes[1][1]
+    for objective in (lambda a, b: epsilon_from_errors(a, b, 1e-5), lambda a, b: -a - b):
+        choice = choose_threshold("holdout+exact", objective, selection, evaluation, gamma)
+        j = choice["index"]
+        if choice["strategy"] == "exact":
+            assert (choice["n_d"], choice["n_d_prime"]) == (n0, n1)
+            assert choice["gamma_per_bound"] == pytest.approx(each, rel=1e-12)
+            fp, fn = fp_s[j] + fp_e[j], fn_s[j] + fn_e[j]
+            assert choice["alpha_upper"] == pytest.approx(exact_band_upper(fp, n0, each), rel=1e-9)
+            assert choice["beta_upper"] == pytest.approx(exact_band_upper(fn, n1, each), rel=1e-9)
+            # The first threshold of the best run: no threshold reads a better objective.
+            a = exact_band_upper(fp_s + fp_e, n0, each)
+            b = exact_band_upper(fn_s + fn_e, n1, each)
+            assert j == int(np.argmax(objective(a, b)))
+        else:
+            assert share < 1.0
+            g = choice["gamma_per_bound"]
+            assert g * 2 * choice["candidates"] == pytest.approx((1 - share) * gamma, rel=1e-12)
+
+
+def test_the_band_share_depends_on_the_selection_sizes_only():
+    assert exact_share(EXACT_HOLDOUT_SELECTION - 1, 10**9) == 1.0
+    assert exact_share(EXACT_HOLDOUT_SELECTION, EXACT_HOLDOUT_SELECTION) == EXACT_SHARE
