@@ -37,7 +37,7 @@ import numpy as np
 
 from dpaudit._core.numbers import format_number
 from dpaudit._core.streams import derived_seed
-from dpaudit._core.validation import check_integer, check_positive, check_probability
+from dpaudit._core.validation import check_integer, check_positive, check_probability, check_seed
 from dpaudit.attacks.base import Attack
 from dpaudit.audit.engine import audit_mechanism
 from dpaudit.audit.result import DEFAULT_DELTAS, claim_curve
@@ -248,7 +248,7 @@ def assert_private(
     false_alarm = check_probability("false_alarm", false_alarm, low_open=True, high_open=True)
     if max_seconds is not None:
         max_seconds = check_positive("max_seconds", max_seconds)
-    seed = check_integer("seed", seed, minimum=0)
+    seed = check_seed("seed", seed)
     trials = check_integer("trials", trials)
     growth = check_integer("growth", growth, minimum=2)
     max_trials = check_integer("max_trials", max_trials, minimum=trials)

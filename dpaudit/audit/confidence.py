@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import special
 
-from dpaudit._core.validation import check_array_in_unit_interval
+from dpaudit._core.validation import as_float_array, check_array_in_unit_interval
 
 __all__ = [
     "clopper_pearson_upper",
@@ -35,8 +35,8 @@ def _check_gamma(gamma: np.ndarray | float) -> np.ndarray:
 
 
 def _check_counts(k: np.ndarray | float, n: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
-    k_arr = np.asarray(k, dtype=float)
-    n_arr = np.asarray(n, dtype=float)
+    k_arr = as_float_array("k (count)", k)
+    n_arr = as_float_array("n (number of trials)", n)
     if np.isnan(k_arr).any() or (k_arr < 0).any():
         raise ValueError(f"k (count) must be >= 0, got {k!r}")
     if np.isnan(n_arr).any() or (n_arr < 1).any():

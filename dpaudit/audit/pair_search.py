@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from dpaudit._core.streams import TAGS
-from dpaudit._core.validation import check_integer, check_probability
+from dpaudit._core.validation import check_integer, check_probability, check_seed
 from dpaudit.attacks.base import Attack
 from dpaudit.audit.engine import audit_mechanism
 from dpaudit.audit.result import AuditResult
@@ -197,7 +197,7 @@ def search_pairs(
     pilot_trials = check_integer("pilot_trials", pilot_trials, minimum=1)
     finalists = check_integer("finalists", finalists, minimum=1, maximum=len(pairs))
     delta = check_probability("delta", delta, high_open=True)
-    seed = check_integer("seed", seed, minimum=0)
+    seed = check_seed("seed", seed)
     confidence = check_probability("confidence", confidence, low_open=True, high_open=True)
     pilot_confidence = check_probability(
         "pilot_confidence", pilot_confidence, low_open=True, high_open=True

@@ -46,11 +46,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from joblib import Parallel, delayed
+from joblib import delayed
 
 from dpaudit._core.numbers import format_number
 from dpaudit._core.provenance import versions
-from dpaudit._core.validation import check_integer, check_n_jobs, check_probability
+from dpaudit._core.validation import check_integer, check_n_jobs, check_probability, check_seed
+from dpaudit.audit.backends import worker_pool
 from dpaudit.audit.engine import audit_mechanism, most_outputs
 from dpaudit.audit.limits import check_trials
 from dpaudit.audit.pair_search import search_pairs
@@ -252,7 +253,7 @@ def plan(
     library.require()
     trials = check_trials("trials", trials, minimum=2)
     confidence = check_probability("confidence", confidence, low_open=True, high_open=True)
-    seed = check_integer("seed", seed, minimum=0)
+    seed = check_seed("seed", seed)
     budget = check_integer("budget", budget if budget is not None else 1 if quick else 4)
     covered = library.functions()
     if functions is not None:
@@ -489,7 +490,7 @@ def run(plan: Plan, *, progress: Callable[[str], None] | None = None, n_jobs: in
             _run_row(plan, i, library_version) for i in indices
         )
     else:
-        parallel = Parallel(n_jobs=n_jobs, return_as="generator")
+        parallel = worker_pool(n_jobs)
         results = parallel(delayed(_run_row)(plan, i, library_version) for i in indices)
     records: list[dict[str, Any]] = []
     table: list[dict[str, Any]] = []

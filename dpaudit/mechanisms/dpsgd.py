@@ -74,6 +74,7 @@ from dpaudit._core.validation import (
     check_integer,
     check_positive,
     check_probability,
+    check_seed,
 )
 from dpaudit.bounds.pld import PLD
 from dpaudit.bounds.rdp import RDPCurve
@@ -495,7 +496,7 @@ class DPSGD(Mechanism):
         self.clip = check_positive("clip", clip)
         self.learning_rate = check_positive("learning_rate", learning_rate)
         self.hidden = check_integer("hidden", hidden, minimum=1)
-        self.seed = check_integer("seed", seed, minimum=0)
+        self.seed = check_seed("seed", seed)
         if isinstance(dataset, Dataset):
             self.dataset, self.dataset_name = dataset, dataset.name
         elif dataset == "synthetic":
