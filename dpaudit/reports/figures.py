@@ -61,7 +61,7 @@ METHOD_STYLE: dict[str, dict[str, Any]] = {
     "kov": {"color": "#542788", "linestyle": "-.", "linewidth": 1.2, "zorder": 3.3},
 }
 _OTHER_STYLE = {"color": "#666666", "linestyle": ":", "linewidth": 1.2, "zorder": 3.3}
-CLAIM_STYLE = {"color": "#d6191b", "linestyle": (0, (5, 3)), "linewidth": 1.3, "zorder": 4.0}
+CLAIM_STYLE = {"color": "#d6191b", "linestyle": (0, (5, 3)), "linewidth": 1.6, "zorder": 4.0}
 MEASURED_COLOR = "#2166ac"
 #: The measured curve: under every theory curve, and wider than all of them.
 MEASURED_STYLE = {"color": MEASURED_COLOR, "linewidth": 6.5, "zorder": 2.5}
@@ -71,6 +71,14 @@ D_PRIME_COLOR = "#d6604d"
 
 #: Longest line of a legend entry; longer labels wrap onto further lines.
 LEGEND_WRAP = 60
+
+
+def _claim_line() -> dict[str, Any]:
+    """:data:`CLAIM_STYLE` on a white edge, so that the claim shows on top of the theory curve
+    it often coincides with (the exact accountant's, say)."""
+    from matplotlib.patheffects import withStroke
+
+    return {**CLAIM_STYLE, "path_effects": [withStroke(linewidth=3.6, foreground="white")]}
 
 
 def _new_figure(figsize: tuple[float, float]) -> Figure:
@@ -102,8 +110,11 @@ def _trials_label(record: Mapping[str, Any]) -> str:
     return f"measured ({trials:,} trials each)" if isinstance(trials, int) else "measured"
 
 
-def _power_xy(alpha: np.ndarray, beta: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray]:
-    """``(alpha, 1 - beta)`` of a piecewise-linear curve for log axes.
+def _power_xy(
+    alpha: np.ndarray, beta: np.ndarray, floor: float, start: float = 0.0
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(alpha, 1 - beta)`` of a piecewise-linear curve for log axes, from ``alpha = start``
+    (at least ``floor``) on.
 
     The curve is resampled on a log-spaced grid (plus its vertices) before the transform: a
     straight segment, e.g. the randomised tests between the trivial test and the first
@@ -111,7 +122,8 @@ def _power_xy(alpha: np.ndarray, beta: np.ndarray, floor: float) -> tuple[np.nda
     """
     order = np.argsort(alpha, kind="stable")
     alpha, beta = alpha[order], beta[order]
-    grid = np.union1d(np.geomspace(floor, 1.0, 400), alpha[alpha >= floor])
+    start = max(floor, start)
+    grid = np.union1d(np.geomspace(start, 1.0, 400), alpha[alpha >= start])
     power = 1.0 - np.interp(grid, alpha, beta)
     keep = power >= floor
     return grid[keep], power[keep]
@@ -165,14 +177,20 @@ def plot_tradeoff(
 
 
 def _draw_curve(
-    ax: Axes, xy: tuple[np.ndarray, np.ndarray] | None, log: bool, floor: float, **style: Any
+    ax: Axes,
+    xy: tuple[np.ndarray, np.ndarray] | None,
+    log: bool,
+    floor: float,
+    start: float = 0.0,
+    **style: Any,
 ) -> None:
-    """One curve of the plane (``beta`` against ``alpha``, or power on log axes)."""
+    """One curve of the plane (``beta`` against ``alpha``, or power on log axes from
+    ``alpha = start`` on)."""
     if xy is None:
         return
     a, b = xy
     if log:
-        a, b = _power_xy(a, b, floor)
+        a, b = _power_xy(a, b, floor, start)
     ax.plot(a, b, **style)
 
 
@@ -215,7 +233,20 @@ def _draw_curves(ax: Axes, record: dict[str, Any], log: bool, floor: float) -> N
     """The measured curve, the theory curves and the claim, from the bottom up
     (:data:`METHOD_STYLE`)."""
     xy = _xy((record.get("empirical") or {}).get("curve"), "alpha", "beta")
-    _draw_curve(ax, xy, log, floor, label=_trials_label(record), **MEASURED_STYLE)
+    # Below its first test with alpha > 0 (at least 1/n) the measured curve is only the chord
+    # from alpha = 0, which on log axes would stand above a theory curve it does not refute.
+    start = float(np.min(xy[0][xy[0] > 0], initial=1.0)) if xy is not None else 0.0
+    _draw_curve(ax, xy, log, floor, start, label=_trials_label(record), **MEASURED_STYLE)
+    trials = record.get("trials")
+    if log and isinstance(trials, int) and trials > 0:
+        ax.axvline(
+            1.0 / trials,
+            color="#888888",
+            linestyle=(0, (1, 2)),
+            linewidth=1.0,
+            zorder=3.95,  # dotted and thin over the curves, like the diagonal: it hides none
+            label=f"α = 1/n: no smaller α > 0 is measured with n = {trials:,} trials",
+        )
     for method, entry in (record.get("theory") or {}).items():
         xy = _xy(entry.get("tradeoff"), "alpha", "beta")
         style = METHOD_STYLE.get(method, _OTHER_STYLE)
@@ -223,7 +254,7 @@ def _draw_curves(ax: Axes, record: dict[str, Any], log: bool, floor: float) -> N
     claim = record.get("claim")
     if claim:
         xy = _xy(claim.get("tradeoff"), "alpha", "beta")
-        _draw_curve(ax, xy, log, floor, label=f"claim: {claim_label(record)}", **CLAIM_STYLE)
+        _draw_curve(ax, xy, log, floor, label=f"claim: {claim_label(record)}", **_claim_line())
 
 
 def _mark_point(
@@ -342,7 +373,7 @@ def plot_privacy_profile(result: Any, ax: Axes | None = None, *, legend: bool = 
         draw(entry, label=_method_label(method), **METHOD_STYLE.get(method, _OTHER_STYLE))
     claim = record.get("claim")
     if claim:
-        draw(claim, label=f"claim: {claim_label(record)}", **CLAIM_STYLE)
+        draw(claim, label=f"claim: {claim_label(record)}", **_claim_line())
 
     profile = _xy((record.get("empirical") or {}).get("profile"), "delta", "epsilon")
     if profile is not None:
@@ -517,6 +548,46 @@ def audit_figures(result: Any) -> dict[str, Figure]:
         _legend_below(ax.figure, ax, ncols=2)
         figures[key] = ax.figure
     return figures
+
+
+def one_run_figure(name: str, result: Any) -> Figure:
+    """The guesses of a one-run audit (a :class:`~dpaudit.audit.one_run.OneRunResult`): the
+    share of correct guesses among the ``k`` most confident ones, for every total ``k`` tested,
+    beside the share that guessing by chance gets and the ceiling (every guess correct); the
+    total behind the bound is marked."""
+    counts = np.asarray(result.counts, dtype=float).reshape(-1, 2)
+    ax = _new_axes((6.4, 4.4))
+    chance = 0.5 if result.sides == "both" else result.included / result.m
+    if counts.size:
+        ax.plot(
+            counts[:, 0],
+            counts[:, 1] / counts[:, 0],
+            marker="o",
+            color=MEASURED_COLOR,
+            label="correct among the k most confident guesses",
+        )
+    ceiling = {"color": "#222222", "linestyle": "--", "linewidth": 1.0, "zorder": 1.5}
+    ax.axhline(1.0, **ceiling, label="ceiling: every guess correct")
+    ax.axhline(chance, color="#888888", linestyle=":", label="guessing by chance")
+    if result.guesses:
+        ax.plot(
+            [result.guesses],
+            [result.correct / result.guesses],
+            marker="o",
+            markersize=10,
+            linestyle="none",
+            color=CLAIM_STYLE["color"],
+            markeredgecolor="white",
+            zorder=5,
+            label=f"the bound's {result.guesses:,} guesses ({result.correct:,} correct)",
+        )
+    ax.set_xscale("log")
+    ax.set_ylim(0.0, 1.05)
+    ax.set_xlabel(f"guesses k (of {result.m:,} canaries)")
+    ax.set_ylabel("share of correct guesses")
+    _finish_axes(ax, "\n".join(textwrap.wrap(f"Guesses of {name}", 70)[:2]), legend=False)
+    _legend_below(ax.figure, ax, ncols=2)
+    return ax.figure
 
 
 def figure_png(fig: Figure, dpi: int = 110) -> bytes:

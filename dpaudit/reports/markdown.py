@@ -11,7 +11,7 @@ from dpaudit.reports.text import BOUNDS_TABLE_NOTE, report_summary, verdict_labe
 if TYPE_CHECKING:  # pandas is imported where a table is built
     import pandas as pd
 
-__all__ = ["inline_markdown", "render_markdown"]
+__all__ = ["frame_markdown", "inline_markdown", "render_markdown"]
 
 
 #: Characters that could start Markdown markup, escaped with a backslash in user text.
@@ -35,7 +35,9 @@ def inline_markdown(text: Any) -> str:
     return "".join(_ENTITIES.get(ch, ch) for ch in out)
 
 
-def _frame_markdown(frame: pd.DataFrame) -> str:
+def frame_markdown(frame: pd.DataFrame) -> str:
+    """``frame`` as a Markdown table, cells formatted by
+    :func:`~dpaudit.reports.tables.format_cell` and escaped by :func:`inline_markdown`."""
     header = "| " + " | ".join(inline_markdown(str(c)) for c in frame.columns) + " |"
     rule = "|" + "|".join(" --- " for _ in frame.columns) + "|"
     lines = [header, rule]
@@ -58,7 +60,7 @@ def _section(record: Mapping[str, Any], figures: Mapping[str, str]) -> str:
     ):
         if key in figures:
             lines += [f"![{caption} of {name}]({figures[key]})", ""]
-    lines += ["### Lower bounds against theory", "", _frame_markdown(bounds_table(record)), ""]
+    lines += ["### Lower bounds against theory", "", frame_markdown(bounds_table(record)), ""]
     lines += [
         BOUNDS_TABLE_NOTE,
         "",
@@ -85,7 +87,7 @@ def render_markdown(
         "",
         f"{summary}. Every bound holds at the confidence stated in its audit.",
         "",
-        _frame_markdown(index_table(records)),
+        frame_markdown(index_table(records)),
         "",
     ]
     sections = [_section(r, f) for r, f in zip(records, figures, strict=True)]

@@ -32,7 +32,8 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-from dpaudit._core.validation import check_writable_directory
+from dpaudit._core.heartbeat import doing
+from dpaudit._core.validation import check_integer, check_text, check_writable_directory
 from dpaudit.reports.figures import audit_figures, figure_png
 from dpaudit.reports.html import render_html
 from dpaudit.reports.markdown import render_markdown
@@ -43,11 +44,18 @@ __all__ = [
     "atomic_directory",
     "check_output_directory",
     "REPORT_FILES",
+    "slug",
+    "MIN_DPI",
+    "MAX_DPI",
     "STALE_SECONDS",
 ]
 
 #: The files of a report directory (figures go to ``figures/``).
 REPORT_FILES = ("index.html", "README.md", "results.json")
+
+#: Range of the figures' resolution (dots per inch) that :func:`write` draws at: below it text
+#: cannot be rendered, above it a figure exceeds the image size a PNG may have.
+MIN_DPI, MAX_DPI = 10, 1200
 
 #: A writer's temporary directory whose process cannot be checked counts as abandoned when
 #: nothing in it has changed for this many seconds (writing a report takes seconds to minutes).
@@ -185,19 +193,23 @@ def atomic_directory(path: str | Path) -> Iterator[Path]:
             shutil.rmtree(old, ignore_errors=True)
         else:
             os.replace(tmp, path)
+    except OSError as exc:  # a full disk, say: named by the report, not its temporary files
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
         _WRITING.difference_update((tmp.name, old.name))
 
 
-def _slug(name: str, taken: set[str]) -> str:
+def slug(name: str, taken: set[str]) -> str:
+    """``name`` as a file name of a report's figures: letters, digits, ``.``, ``_`` and ``-``,
+    made distinct from the names in ``taken`` (and added to them)."""
     base = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.") or "audit"
-    slug, i = base, 2
-    while slug in taken:
-        slug, i = f"{base}-{i}", i + 1
-    taken.add(slug)
-    return slug
+    out, i = base, 2
+    while out in taken:
+        out, i = f"{base}-{i}", i + 1
+    taken.add(out)
+    return out
 
 
 def _document(results: Any) -> dict[str, Any]:
@@ -246,19 +258,23 @@ def write(
     ``README.md`` with ``figures/<audit>-<figure>.png``, and ``results.json``
     (``{"dpaudit_version", "audits": [...]}``, every number of the report).
     """
+    title = check_text("title", title)
+    dpi = check_integer("dpi", dpi, minimum=MIN_DPI, maximum=MAX_DPI)
     document = _document(results)
     records = document["audits"]
     check_output_directory(path)
     text = json.dumps(document, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
     taken: set[str] = set()
-    slugs = [_slug(str(r.get("name", "audit")), taken) for r in records]
+    slugs = [slug(str(r.get("name", "audit")), taken) for r in records]
     with atomic_directory(path) as tmp:
         (tmp / "figures").mkdir()
         pngs: list[dict[str, bytes]] = []
         paths: list[dict[str, str]] = []
-        for record, slug in zip(records, slugs, strict=True):
-            pngs.append({k: figure_png(f, dpi=dpi) for k, f in audit_figures(record).items()})
-            paths.append({key: f"figures/{slug}-{key}.png" for key in pngs[-1]})
+        for index, (record, stem) in enumerate(zip(records, slugs, strict=True), 1):
+            with doing(f"drawing the report's figures: audit {index:,} of {len(records):,}"):
+                figures = audit_figures(record)
+                pngs.append({k: figure_png(f, dpi=dpi) for k, f in figures.items()})
+            paths.append({key: f"figures/{stem}-{key}.png" for key in pngs[-1]})
             for key, rel in paths[-1].items():
                 (tmp / rel).write_bytes(pngs[-1][key])
         version = str(document.get("dpaudit_version", ""))
