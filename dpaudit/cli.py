@@ -62,6 +62,7 @@ from dpaudit._core.validation import (
     check_n_jobs,
     check_nonnegative,
     check_probability,
+    check_seed,
     check_writable_directory,
 )
 from dpaudit.audit import backends
@@ -650,8 +651,12 @@ def _cmd_audit_accountant(args: argparse.Namespace) -> Verdicts:
     from dpaudit.reports.accountants import expected_verdict, write_accountant_report
 
     audits = specs.load_accountant_audits(args.spec)
-    if args.trials is not None:
+    if args.trials is not None:  # every override before the first audit runs
         check_trials("--trials", args.trials, minimum=2)
+    if args.seed is not None:
+        check_seed("--seed", args.seed)
+    if args.n_jobs is not None:
+        check_n_jobs("--n-jobs", args.n_jobs)
     overrides = {"trials": args.trials, "seed": args.seed, "n_jobs": args.n_jobs}
     records = []
     for index, spec in enumerate(audits, 1):

@@ -216,7 +216,7 @@ def add_parser(sub: Any, func: Any) -> argparse.ArgumentParser:
         "--member-column", default="member", help="membership column, 0/1 (default: member)"
     )
     p.add_argument("--one-run", action="store_true", help="rows are canaries of one run")
-    p.add_argument("--method", choices=("fdp", "steinke"), default="fdp", help="one-run test")
+    p.add_argument("--method", choices=("fdp", "steinke"), help="one-run test (default fdp)")
     p.add_argument(
         "--family",
         choices=("gdp", "dpsgd"),
@@ -264,6 +264,16 @@ def run(args: argparse.Namespace) -> list[tuple[str, str, str]]:
     check_probability("--delta", args.delta, high_open=True)
     if args.one_run and args.threshold:
         raise ValueError("--threshold applies to scores of many models, not to --one-run")
+    one_run_only = {
+        "--method": args.method,
+        "--family": args.family,
+        "--sample-rate": args.sample_rate,
+        "--steps": args.steps,
+    }
+    given = [name for name, value in one_run_only.items() if value is not None]
+    if given and not args.one_run:
+        raise ValueError(f"{', '.join(given)}: only with --one-run (the canaries of one run)")
+    args.method = args.method or "fdp"
     if args.one_run:
         if (args.sample_rate is None) != (args.steps is None):
             raise ValueError("--sample-rate and --steps go together")

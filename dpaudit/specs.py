@@ -1158,7 +1158,7 @@ def _check_settings(values: Mapping[str, Any], ctx: _Context) -> dict[str, Any]:
     if (settings["strategy"] == "fixed") != (values["threshold"] is not None):
         raise ctx.error("threshold", "is needed with strategy 'fixed' and only then")
     if values["selection_trials"] is not None:
-        _check_key(values, ctx, "selection_trials", check_trials)
+        _check_key(values, ctx, "selection_trials", check_trials, minimum=2)
     if values["device"] is not None:
         settings["device"] = _check_key(values, ctx, "device", check_device)
     if len(values["deltas"]) > MAX_DELTAS:

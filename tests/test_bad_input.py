@@ -652,7 +652,6 @@ def test_a_population_beyond_an_address_space_limit_is_one_line(tmp_path: Path) 
     ids=[
         "seed 0.0",
         "seed 1e300",
-        "seed True",
         "one-run seed",
         "mechanism seed",
         "attack seed",
@@ -779,3 +778,26 @@ def test_the_current_directory_is_named_in_words(tmp_path: Path, monkeypatch) ->
     code, _, err = _cli("scores", "s.csv", "-o", "out")
     assert code == cli.EXIT_USER_ERROR
     assert "cannot create a directory in the current directory (permission denied)" in err
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "needle"),
+    [("--seed", "-1", "--seed must be"), ("--n-jobs", "0", "--n-jobs must be a non-zero")],
+)
+def test_accountant_overrides_are_refused_before_the_first_audit(tmp_path, option, value, needle):
+    """They were checked per audit, after its stage line: two lines for one input error."""
+    spec = tmp_path / "acc.toml"
+    spec.write_text(
+        '[[accountant_audit]]\nname = "g"\nmechanism = { kind = "gaussian", sigma = 1.0 }\n'
+        'accountants = ["dpaudit:pld"]\ntrials = 2000\n'
+    )
+    code, _, err = _cli("audit-accountant", spec, "-o", tmp_path / "out", option, value)
+    assert code == cli.EXIT_USER_ERROR and err.count("\n") == 1 and needle in err, err
+
+
+def test_a_selection_sample_of_one_trial_is_refused_with_the_spec(tmp_path: Path) -> None:
+    """Refused when the spec is read, not after the audit's stage line (two lines)."""
+    spec = _spec(tmp_path, _audit_toml() + "selection_trials = 1\n")
+    code, _, err = _cli("run", spec, "-o", tmp_path / "out")
+    assert code == cli.EXIT_USER_ERROR and err.count("\n") == 1, err
+    assert "selection_trials must be an integer in [2, inf), got 1" in err

@@ -254,6 +254,8 @@ def audit_scores(
         declared = np.unique(given.ravel())
         if given.ndim > 1 or declared.size == 0 or not np.isfinite(declared).all():
             raise ValueError("thresholds must be a non-empty list of finite numbers")
+        if declared.size != given.size:  # as the engine's strategy "fixed" says
+            raise ValueError(f"thresholds must not repeat values, got {thresholds!r}"[:300])
     rng = np.random.default_rng(np.random.SeedSequence(seed))
     sel0, ev0 = split_scores(s0, selection_fraction, rng)
     sel1, ev1 = split_scores(s1, selection_fraction, rng)

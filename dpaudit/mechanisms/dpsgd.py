@@ -76,7 +76,7 @@ from dpaudit._core.validation import (
     check_probability,
     check_seed,
 )
-from dpaudit.bounds.pld import PLD
+from dpaudit.bounds.pld import MAX_COMPOSITIONS, PLD
 from dpaudit.bounds.rdp import RDPCurve
 from dpaudit.mechanisms.base import (
     Mechanism,
@@ -492,7 +492,7 @@ class DPSGD(Mechanism):
                 f"it needs canary='dirac', got canary={canary!r}"
             )
         self.sigma = check_positive("sigma", sigma)
-        self.steps = check_integer("steps", steps, minimum=1)
+        self.steps = check_integer("steps", steps, minimum=1, maximum=MAX_COMPOSITIONS)
         self.clip = check_positive("clip", clip)
         self.learning_rate = check_positive("learning_rate", learning_rate)
         self.hidden = check_integer("hidden", hidden, minimum=1)
