@@ -56,6 +56,7 @@ from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
 from dpaudit import reports, scores_command, specs
+from dpaudit._core.device import torch_device
 from dpaudit._core.files import os_error_text, write_atomic
 from dpaudit._core.heartbeat import beating
 from dpaudit._core.validation import (
@@ -391,6 +392,7 @@ def _run_audits(
             check_output_size(spec.mechanism, spec.pair)
             if spec.device is not None:
                 check_support(spec.mechanism, spec.attack, spec.device)
+                torch_device(spec.device)  # PyTorch there, and the GPU: before any progress
         except ValueError as exc:
             raise ValueError(f"{spec.origin}: {exc}") from None
     with backends.backend(args.backend, scheduler=args.scheduler, n_workers=n_workers):

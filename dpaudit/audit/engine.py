@@ -1033,13 +1033,14 @@ def audit_mechanism(
         )
         name = _progress_name(mechanism)
         shown = _shows_progress(progress, selection_trials + trials)
+        extra = None
         if disproportionate and per_trial is not None:
             alternative = trials + sum(overhead_budget(trials, trials, attack.learns).values())
             extra = check_extra_draws(
                 name, trials, selection_trials, overhead, alternative, per_trial
             )
-            if shown and extra:
-                print(extra, file=sys.stderr, flush=True)
+        if shown and extra:
+            print(extra, file=sys.stderr, flush=True)
         elif shown and overhead * (per_trial or 0.0) >= PRE_CHECK_SECONDS:
             # The bar starts after the fit and the pilot: say why nothing moves until then.
             print(
