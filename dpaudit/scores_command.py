@@ -337,13 +337,14 @@ def run(args: argparse.Namespace) -> list[tuple[str, str, str]]:
         )
     claim = None if args.claim_mu is None else gdp(args.claim_mu)
     stage("writing the report")
-    record = reports.build_record(
-        result,
-        name=f"scores: {args.file.name}",
-        claim=claim,
-        claim_table=None if claim is None else {"kind": "gdp", "mu": args.claim_mu},
-        deltas=(args.delta,),
-    )
+    with doing(f"computing the report's bounds and curves ({scores.size:,} scores)"):
+        record = reports.build_record(
+            result,
+            name=f"scores: {args.file.name}",
+            claim=claim,
+            claim_table=None if claim is None else {"kind": "gdp", "mu": args.claim_mu},
+            deltas=(args.delta,),
+        )
     with doing(f"writing the report to {args.output}"):
         reports.write(record, args.output)
     if not args.quiet:
