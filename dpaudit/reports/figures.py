@@ -509,11 +509,15 @@ def plot_histogram(result: Any, ax: Axes | None = None, *, legend: bool = True) 
     return ax
 
 
-def _legend_below(fig: Figure, ax: Axes, ncols: int) -> None:
-    """One legend under the figure for the curves of ``ax``: labels wrapped at
-    :data:`LEGEND_WRAP` characters, in as many columns (at most ``ncols``) as the figure's
-    width holds, so that no entry runs off the figure."""
+def _legend_below(fig: Figure, ax: Axes, ncols: int, also: Axes | None = None) -> None:
+    """One legend under the figure for the curves of ``ax`` (and those of ``also`` that ``ax``
+    lacks): labels wrapped at :data:`LEGEND_WRAP` characters, in as many columns (at most
+    ``ncols``) as the figure's width holds, so that no entry runs off the figure."""
     handles, labels = ax.get_legend_handles_labels()
+    if also is not None:
+        for handle, label in zip(*also.get_legend_handles_labels(), strict=True):
+            if label not in labels:
+                handles, labels = [*handles, handle], [*labels, label]
     labels = ["\n".join(textwrap.wrap(label, LEGEND_WRAP)) for label in labels]
     for n in range(ncols, 0, -1):
         legend = fig.legend(
@@ -531,7 +535,7 @@ def tradeoff_figure(result: Any) -> Figure:
     left, right = fig.subplots(1, 2)
     plot_tradeoff(record, left, scale="linear", legend=False)
     plot_tradeoff(record, right, scale="log", legend=False)
-    _legend_below(fig, left, ncols=3)
+    _legend_below(fig, left, ncols=3, also=right)
     # A long audit name wraps onto a few lines instead of running off the figure.
     title = "\n".join(textwrap.wrap(str(record.get("name", "")), 100)[:3])
     fig.suptitle(title, fontsize=12, fontweight="bold")
