@@ -169,6 +169,7 @@ def test_the_guide_describes_the_figures_as_they_are_drawn(violated_record):
         "claim",
         "test behind the ε bound at δ = 1e-05",
         "witness",
+        "α = 1/n",
     }, drawn
 
 
