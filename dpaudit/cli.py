@@ -60,8 +60,16 @@ from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
 from dpaudit import reports, scores_command, specs
-from dpaudit._core.files import write_atomic
-from dpaudit._core.validation import check_n_jobs, check_writable_directory
+from dpaudit._core.device import torch_device
+from dpaudit._core.files import os_error_text, write_atomic
+from dpaudit._core.heartbeat import beating
+from dpaudit._core.validation import (
+    check_n_jobs,
+    check_nonnegative,
+    check_probability,
+    check_seed,
+    check_writable_directory,
+)
 from dpaudit.audit import backends
 from dpaudit.audit.device import check_support
 from dpaudit.audit.limits import check_output_size, check_trials
@@ -467,8 +475,8 @@ def _store_directory(root: Path | None, name: str) -> Path | None:
 
 def _check_outputs(args: argparse.Namespace) -> None:
     """Refuse, before any trial, an ``-o`` directory, a ``--store`` or a ``--csv`` file that
-    cannot be written, and a store inside the report directory (replacing a report replaces all
-    of its directory)."""
+    cannot be written, a store inside the report directory (replacing a report replaces all of
+    its directory) and a report directory inside the store (whose directories are the audits')."""
     csv = getattr(args, "csv", None)
     if csv is not None:
         if csv.is_dir() or not csv.parent.is_dir():
@@ -485,6 +493,12 @@ def _check_outputs(args: argparse.Namespace) -> None:
                 raise ValueError(
                     f"--store {store} is inside -o {output}, which a report replaces as a "
                     "whole; keep the store elsewhere"
+                )
+            if inner in outer.parents:
+                raise ValueError(
+                    f"-o {output} is inside --store {store}, which holds a directory for each "
+                    "audit's batches (an audit named like the report's directory would share "
+                    "it); keep the report elsewhere"
                 )
 
 
@@ -522,10 +536,12 @@ def _run_audits(
             check_output_size(spec.mechanism, spec.pair)
             if spec.device is not None:
                 check_support(spec.mechanism, spec.attack, spec.device)
+                torch_device(spec.device)  # PyTorch there, and the GPU: before any progress
         except ValueError as exc:
             raise ValueError(f"{spec.origin}: {exc}") from None
     with backends.backend(args.backend, scheduler=args.scheduler, n_workers=n_workers):
         records = _audit_records(audits, args, until_decided)
+    _writing(args, output, len(records))
     reports.write(records, output)
     if not args.quiet:
         _summary(records, output)
@@ -652,6 +668,17 @@ def _audit_records(
     return records
 
 
+def _writing(args: argparse.Namespace, output: Path, audits: int) -> None:
+    """The progress line before a report is drawn (a figure per audit takes a while)."""
+    if not args.quiet:
+        plural = "s" if audits != 1 else ""
+        print(
+            f"dpaudit: writing the report of {audits:,} audit{plural} to {output}",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
 def _summary(records: Sequence[dict[str, Any]], output: Path) -> None:
     for record in records:
         print(f"{record['name']}: {reports.verdict_sentence(record)}")
@@ -717,6 +744,7 @@ def _cmd_library(args: argparse.Namespace) -> Verdicts:
 
 def _cmd_report(args: argparse.Namespace) -> Verdicts:
     document = reports.load_results(args.results)
+    _writing(args, args.output, len(document["audits"]))
     reports.write(document, args.output)
     if not args.quiet:
         print(f"report: {args.output / 'index.html'}")
@@ -777,8 +805,8 @@ def _cmd_bounds(args: argparse.Namespace) -> Verdicts:
             raise ValueError("--param kind=... is not allowed: the kind is the first argument")
         table[key] = value
     mechanism = specs.build_mechanism(table, source="dpaudit bounds")
-    deltas = args.delta or [1e-5, 1e-6]
-    eps = args.eps or [0.5, 1.0, 2.0]
+    deltas = [check_probability("--delta", d) for d in args.delta or [1e-5, 1e-6]]
+    eps = [check_nonnegative("--eps", e) for e in args.eps or [0.5, 1.0, 2.0]]
     frame = reports.theory_table(mechanism, deltas=deltas, eps=eps)
     if args.format == "csv":
         print(frame.to_csv(index=False), end="")
@@ -800,8 +828,12 @@ def _cmd_audit_accountant(args: argparse.Namespace) -> Verdicts:
     from dpaudit.reports.accountants import expected_verdict, write_accountant_report
 
     audits = specs.load_accountant_audits(args.spec)
-    if args.trials is not None:
+    if args.trials is not None:  # every override before the first audit runs
         check_trials("--trials", args.trials, minimum=2)
+    if args.seed is not None:
+        check_seed("--seed", args.seed)
+    if args.n_jobs is not None:
+        check_n_jobs("--n-jobs", args.n_jobs)
     overrides = {"trials": args.trials, "seed": args.seed, "n_jobs": args.n_jobs}
     records = []
     for index, spec in enumerate(audits, 1):
@@ -814,6 +846,7 @@ def _cmd_audit_accountant(args: argparse.Namespace) -> Verdicts:
         if not args.quiet:
             for name, sentence in record["summary"].items():
                 print(f"{spec.name}: {name}: {sentence}")
+    _writing(args, args.output, len(records))
     write_accountant_report(records, args.output)
     if not args.quiet:
         print(f"report: {args.output / 'index.html'}")
@@ -869,10 +902,12 @@ def _run(argv: Sequence[str] | None) -> int:
     args = None
     try:
         args = parser.parse_args(argv)
-        _check_outputs(args)
-        return _exit_code(args.func(args), args)
+        with contextlib.nullcontext() if getattr(args, "quiet", False) else beating():
+            _check_outputs(args)
+            return _exit_code(args.func(args), args)
     except (_UsageError, ValueError, OSError) as exc:
-        message = " ".join(str(exc).split())
+        text = os_error_text(exc) if isinstance(exc, OSError) else str(exc)
+        message = " ".join(text.split())
         print(f"dpaudit: error: {message}", file=sys.stderr)
         return EXIT_USER_ERROR
     except KeyboardInterrupt:

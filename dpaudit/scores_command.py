@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from dpaudit._core.heartbeat import doing
 from dpaudit._core.numbers import format_number
 from dpaudit._core.validation import (
     check_input_file,
@@ -31,6 +32,7 @@ from dpaudit._core.validation import (
     check_probability,
     real_scores,
 )
+from dpaudit.bounds.pld import MAX_COMPOSITIONS
 
 if TYPE_CHECKING:  # pandas is imported where a table is built
     import pandas as pd
@@ -80,11 +82,27 @@ def _read_table(path: Path) -> pd.DataFrame:
             with loaded as data:
                 if suffix == ".npy":
                     raise ValueError(f"{path}: an .npz archive, not an .npy array; name it .npz")
-                return pd.DataFrame({k: np.asarray(data[k]).ravel() for k in data.files})
+                return pd.DataFrame({k: _column_array(path, k, data[k]) for k in data.files})
         if suffix == ".npz":
             raise ValueError(f"{path}: a single .npy array, not an .npz archive; name it .npy")
-        return pd.DataFrame({"score": np.asarray(loaded).ravel()})
+        return pd.DataFrame({"score": _column_array(path, "score", loaded)})
     raise ValueError(f"{path}: unknown file type {suffix!r} (use .csv, .parquet, .npy or .npz)")
+
+
+def _column_array(path: Path, name: str, array: np.ndarray) -> np.ndarray:
+    """A stored array as a column: one number per row, shape ``(n,)`` or ``(n, 1)``. A table of
+    several columns, a scalar, or values that are no numbers (dates, text, records) are refused
+    rather than flattened or converted."""
+    what = f"{path}: array {name!r}" if path.suffix.lower() == ".npz" else f"{path}: the array"
+    if array.ndim == 2 and array.shape[1] == 1:
+        array = array[:, 0]
+    if array.ndim != 1:
+        raise ValueError(
+            f"{what} has shape {array.shape}; expected one number per row, shape (n,) or (n, 1)"
+        )
+    if array.dtype.kind not in "biufc":
+        raise ValueError(f"{what} holds {array.dtype} values, not numbers")
+    return array
 
 
 def _column(frame: pd.DataFrame, name: str, path: Path) -> pd.Series:
@@ -198,7 +216,7 @@ def add_parser(sub: Any, func: Any) -> argparse.ArgumentParser:
         "--member-column", default="member", help="membership column, 0/1 (default: member)"
     )
     p.add_argument("--one-run", action="store_true", help="rows are canaries of one run")
-    p.add_argument("--method", choices=("fdp", "steinke"), default="fdp", help="one-run test")
+    p.add_argument("--method", choices=("fdp", "steinke"), help="one-run test (default fdp)")
     p.add_argument(
         "--family",
         choices=("gdp", "dpsgd"),
@@ -252,6 +270,16 @@ def run(args: argparse.Namespace) -> list[tuple[str, str, str]]:
     check_probability("--delta", args.delta, high_open=True)
     if args.one_run and args.threshold:
         raise ValueError("--threshold applies to scores of many models, not to --one-run")
+    one_run_only = {
+        "--method": args.method,
+        "--family": args.family,
+        "--sample-rate": args.sample_rate,
+        "--steps": args.steps,
+    }
+    given = [name for name, value in one_run_only.items() if value is not None]
+    if given and not args.one_run:
+        raise ValueError(f"{', '.join(given)}: only with --one-run (the canaries of one run)")
+    args.method = args.method or "fdp"
     if args.one_run:
         if (args.sample_rate is None) != (args.steps is None):
             raise ValueError("--sample-rate and --steps go together")
@@ -259,13 +287,14 @@ def run(args: argparse.Namespace) -> list[tuple[str, str, str]]:
             raise ValueError("--family dpsgd needs --sample-rate and --steps, and they need it")
         if args.steps is not None:
             check_probability("--sample-rate", args.sample_rate, low_open=True)
-            check_integer("--steps", args.steps, minimum=1)
+            check_integer("--steps", args.steps, minimum=1, maximum=MAX_COMPOSITIONS)
         if args.claim_mu is not None and args.method != "fdp":
             raise ValueError("--claim-mu needs --method fdp (the steinke test refutes no mu)")
         check_probability("--inclusion", args.inclusion, low_open=True, high_open=True)
     elif args.inclusion != 0.5:
         raise ValueError("--inclusion applies to --one-run")
-    scores, member = load_table(args)
+    with doing(f"reading {args.file}"):
+        scores, member = load_table(args)
 
     def stage(what: str) -> None:
         if not args.quiet and scores.size >= STAGED_SCORES:
@@ -276,28 +305,31 @@ def run(args: argparse.Namespace) -> list[tuple[str, str, str]]:
     stage("auditing")
     if args.one_run:
         _enough(scores.size, f"{args.file}: canaries (rows)", MIN_CANARIES)
-        result = audit_one_run(
-            scores,
-            member,
-            delta=args.delta,
-            confidence=args.confidence,
-            method=args.method,
-            family=args.family,
-            sample_rate=args.sample_rate,
-            steps=args.steps,
-            inclusion=args.inclusion,
-            seed=args.seed,
-        )
-        refuted = args.claim_mu is not None and result.mu_lower_bound() > args.claim_mu
+        with doing(f"auditing one run of {scores.size:,} canaries"):
+            result = audit_one_run(
+                scores,
+                member,
+                delta=args.delta,
+                confidence=args.confidence,
+                method=args.method,
+                family=args.family,
+                sample_rate=args.sample_rate,
+                steps=args.steps,
+                inclusion=args.inclusion,
+                seed=args.seed,
+            )
+            refuted = args.claim_mu is not None and result.mu_lower_bound() > args.claim_mu
         stage("writing the report")
-        write_one_run({f"one run: {args.file.name}": result}, args.output)
+        with doing(f"writing the report to {args.output}"):
+            write_one_run({f"one run: {args.file.name}": result}, args.output)
         if not args.quiet:
             mu = "" if result.mu is None else f", mu >= {format_number(result.mu, **down)}"
             print(
                 f"one run ({result.method}, {result.label}, {result.confidence:.0%}): eps >= "
                 f"{format_number(result.epsilon_lower_bound(), **down)} at "
                 f"delta={result.delta:g}{mu} ({result.correct}/{result.guesses} correct guesses, "
-                f"ceiling {format_number(result.epsilon_ceiling(), rounding='up')})"
+                f"eps ceiling {format_number(result.epsilon_ceiling(), rounding='up')}); "
+                f"report: {args.output / 'index.html'}"
             )
         if args.claim_mu is None:
             return []
@@ -305,23 +337,26 @@ def run(args: argparse.Namespace) -> list[tuple[str, str, str]]:
         return [(claim, "violated" if refuted else "consistent", "consistent")]
     _enough(int((member == 0).sum()), f"{args.nonmembers or args.file}: non-members (D)")
     _enough(int((member == 1).sum()), f"{args.file}: members (D')")
-    result = audit_scores(
-        scores[member == 0],
-        scores[member == 1],
-        confidence=args.confidence,
-        seed=args.seed,
-        thresholds=args.threshold,
-    )
+    with doing(f"auditing {scores.size:,} scores"):
+        result = audit_scores(
+            scores[member == 0],
+            scores[member == 1],
+            confidence=args.confidence,
+            seed=args.seed,
+            thresholds=args.threshold,
+        )
     claim = None if args.claim_mu is None else gdp(args.claim_mu)
     stage("writing the report")
-    record = reports.build_record(
-        result,
-        name=f"scores: {args.file.name}",
-        claim=claim,
-        claim_table=None if claim is None else {"kind": "gdp", "mu": args.claim_mu},
-        deltas=(args.delta,),
-    )
-    reports.write(record, args.output)
+    with doing(f"computing the report's bounds and curves ({scores.size:,} scores)"):
+        record = reports.build_record(
+            result,
+            name=f"scores: {args.file.name}",
+            claim=claim,
+            claim_table=None if claim is None else {"kind": "gdp", "mu": args.claim_mu},
+            deltas=(args.delta,),
+        )
+    with doing(f"writing the report to {args.output}"):
+        reports.write(record, args.output)
     if not args.quiet:
         # The report's numbers: one family of tests sharing the confidence (build_record).
         eps = next(iter(record["epsilon_lower_bounds"].values()))

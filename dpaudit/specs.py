@@ -60,13 +60,14 @@ import numpy as np
 
 from dpaudit import attacks, mechanisms
 from dpaudit._core.device import check_device
+from dpaudit._core.heartbeat import doing
 from dpaudit._core.jsonvalues import to_json_value
 from dpaudit._core.validation import (
     check_choice,
     check_input_file,
-    check_integer,
     check_n_jobs,
     check_probability,
+    check_seed,
 )
 from dpaudit.attacks.base import Attack
 from dpaudit.audit.accountant import AccountantAuditSpec
@@ -201,6 +202,13 @@ def _integer(value: object) -> int:
     if isinstance(value, float) and value.is_integer():
         return int(value)
     raise TypeError
+
+
+def _seed(value: object) -> int:
+    # A whole float (seed = 0.0, seed = 1e300) is refused: a seed is an exact integer.
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError
+    return value
 
 
 def _string(value: object) -> str:
@@ -345,6 +353,7 @@ def _tables(value: object) -> list[dict]:
 EXPECTED: dict[str, Callable[[object], Any]] = {
     "number": _number,
     "integer": _integer,
+    "integer seed": _seed,
     "string": _string,
     "boolean": _boolean,
     "non-empty array of numbers": _numbers,
@@ -702,7 +711,7 @@ register_mechanism(
             "'final' model, canary 'updates', or 'final_canary' (drawn from its exact law)",
         ),
         "hidden": Param("integer", False, 16, "hidden units of the MLP"),
-        "seed": Param("integer", False, 0, "seed of the synthetic data and the MLP's start"),
+        "seed": Param("integer seed", False, 0, "seed of the synthetic data and the MLP's start"),
         "canary_every": Param("integer", False, 1, "Dirac gradients at steps 0, k, 2k, ..."),
         "init": Param("string", False, "default", "'default' or 'worst_case' initialisation"),
     },
@@ -723,7 +732,9 @@ register_mechanism(
         "delta": Param("number", False, None, "delta of the Gaussian (eps, delta) calibration"),
         "calibration": Param("string", False, "release", "'release' or 'coordinate' (flawed)"),
         "population": Param("array", False, None, "population mean p (default: uniform)"),
-        "seed": Param("integer", False, 0, "seed of p, the dataset, the target, the references"),
+        "seed": Param(
+            "integer seed", False, 0, "seed of p, the dataset, the target, the references"
+        ),
     },
     "mean of n population records in {-1, +1}^d plus noise per coordinate (replace-one)",
 )
@@ -858,7 +869,9 @@ register_attack(
         "model": Param("string", False, "auto", "'auto', 'discrete', 'histogram', ..."),
         "features": Param("string", False, "mechanism", "'mechanism' statistic or 'none'"),
         "train_trials": Param("integer", False, 2**17, "extra training outputs per dataset"),
-        "seed": Param("integer", False, 0, "seed of the training outputs and of the CV splits"),
+        "seed": Param(
+            "integer seed", False, 0, "seed of the training outputs and of the CV splits"
+        ),
     },
     "log-likelihood ratio learned from independent training outputs (foreign code)",
 )
@@ -871,7 +884,9 @@ register_attack(
     {
         "train_trials": Param("integer", False, 2**17, "extra training outputs per dataset"),
         "min_count": Param("integer", False, 2, "occurrences that make an exact output an event"),
-        "seed": Param("integer", False, 0, "seed of the training outputs and of the CV splits"),
+        "seed": Param(
+            "integer seed", False, 0, "seed of the training outputs and of the CV splits"
+        ),
     },
     "learned score plus tests on exact output events (the default for black boxes)",
 )
@@ -973,7 +988,7 @@ AUDIT_KEYS: dict[str, Param] = {
         "the pair's outputs, else delta_leak (as in the Python API)",
     ),
     "trials": Param("integer", help="Monte Carlo trials per dataset"),
-    "seed": Param("integer", False, 0, "root seed of the trials"),
+    "seed": Param("integer seed", False, 0, "root seed of the trials"),
     "confidence": Param("number", False, 0.95, "confidence level of the bounds"),
     "strategy": Param("string", False, "holdout", "how the threshold is chosen"),
     "threshold": Param("number or array of numbers", False, None, "thresholds of strategy 'fixed'"),
@@ -1040,7 +1055,7 @@ class AuditSpec:
         if trials is not None:
             changes["trials"] = check_trials("trials", trials)
         if seed is not None:
-            changes["seed"] = check_integer("seed", seed, minimum=0)
+            changes["seed"] = check_seed("seed", seed)
         if n_jobs is not None:
             changes["n_jobs"] = check_n_jobs("n_jobs", n_jobs)
         if device is not None:
@@ -1191,7 +1206,7 @@ def _run_settings(
     n_jobs = values["n_jobs"]
     return {
         "trials": _check_key(values, ctx, "trials", check_trials, minimum=min_trials),
-        "seed": _check_key(values, ctx, "seed", check_integer, minimum=0),
+        "seed": _check_key(values, ctx, "seed", check_seed),
         "confidence": _check_key(
             values, ctx, "confidence", check_probability, low_open=True, high_open=True
         ),
@@ -1209,7 +1224,7 @@ def _check_settings(values: Mapping[str, Any], ctx: _Context) -> dict[str, Any]:
     if (settings["strategy"] == "fixed") != (values["threshold"] is not None):
         raise ctx.error("threshold", "is needed with strategy 'fixed' and only then")
     if values["selection_trials"] is not None:
-        _check_key(values, ctx, "selection_trials", check_trials)
+        _check_key(values, ctx, "selection_trials", check_trials, minimum=2)
     if values["device"] is not None:
         settings["device"] = _check_key(values, ctx, "device", check_device)
     if len(values["deltas"]) > MAX_DELTAS:
@@ -1258,7 +1273,8 @@ def _audited_objects(
 def _parse_audit(table: object, index: int, source: str, names: set[str]) -> AuditSpec:
     ctx, values = _open_table(table, "audit", index, source, names, AUDIT_KEYS)
     settings = _check_settings(values, ctx)
-    mechanism, pair, attack, claim = _audited_objects(values, ctx)
+    with doing(f"reading {source or 'the spec'}: building {ctx.audit}"):
+        mechanism, pair, attack, claim = _audited_objects(values, ctx)
     if settings.get("device") is not None:
         _call(ctx, "device", check_support, mechanism, attack, settings["device"])
     return AuditSpec(
@@ -1282,8 +1298,16 @@ def _tables_of(data: Mapping[str, Any], kind: str, source: str, expected: str) -
     top-level keys (``expected`` ends the message on an unknown key)."""
     ctx = _Context(source, "")
     _check_depth(data, ctx)
+    commands = {"audit": "dpaudit run", "accountant_audit": "dpaudit audit-accountant"}
     for key in data:
-        if key not in ("audit", "accountant_audit"):
+        if key in commands and key != kind:
+            # Never skipped in silence: the other command's tables would not run.
+            raise ctx.error(
+                key,
+                f"[[{key}]] tables are run by '{commands[key]}', not by '{commands[kind]}'; "
+                "give them a spec of their own",
+            )
+        if key != kind:
             raise ctx.error(key, f"unknown top-level key; {expected}")
     tables = data.get(kind)
     if tables is None:
@@ -1344,7 +1368,8 @@ def _read_spec_file(path: Path) -> str:
     except ValueError as exc:
         raise SpecError(str(exc)) from None
     try:
-        return path.read_text(encoding="utf-8")
+        # "utf-8-sig": a byte-order mark, as some editors write, is not part of the TOML.
+        return path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecError(f"{path}: cannot read spec file ({exc})") from None
 
@@ -1454,7 +1479,7 @@ ACCOUNTANT_AUDIT_KEYS: dict[str, Param] = {
     ),
     "epsilons": Param("non-empty array of numbers", False, None, "eps grid (default: automatic)"),
     "trials": Param("integer", help="privacy-loss samples per order"),
-    "seed": Param("integer", False, 0, "root seed of the samples"),
+    "seed": Param("integer seed", False, 0, "root seed of the samples"),
     "confidence": Param("number", False, 0.95, "simultaneous confidence level of the bounds"),
     "importance": Param("boolean", False, None, "importance sampling (default: where possible)"),
     "n_jobs": Param("integer", False, 1, "parallel workers (-1: all cores)"),

@@ -63,6 +63,7 @@ from dpaudit._core.validation import (
     check_n_jobs,
     check_positive,
     check_probability,
+    check_seed,
 )
 from dpaudit.attacks.base import Attack
 from dpaudit.audit.engine import audit_sequential
@@ -465,7 +466,7 @@ def assert_private(
     false_alarm = check_probability("false_alarm", false_alarm, low_open=True, high_open=True)
     if max_seconds is not None:
         max_seconds = check_positive("max_seconds", max_seconds)
-    seed = check_integer("seed", seed, minimum=0)
+    seed = check_seed("seed", seed)
     trials = check_integer("trials", trials, minimum=2)
     growth = check_integer("growth", growth, minimum=2)
     max_trials = check_integer("max_trials", max_trials, minimum=trials)

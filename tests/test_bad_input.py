@@ -12,6 +12,7 @@ say nothing and inputs that are no regular file.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import io
 import json
 import os
@@ -27,6 +28,7 @@ import pytest
 
 import dpaudit
 from dpaudit import cli, specs
+from dpaudit._core import validation
 from dpaudit.audit import engine, limits
 from dpaudit.mechanisms import Gaussian, Mechanism, NeighbouringPair
 
@@ -196,7 +198,7 @@ def test_a_learning_sample_beyond_memory_is_refused_before_drawing(monkeypatch) 
         sizes.append(size)
         return rng.normal(size=(size, 1000)) + float(np.sum(dataset))
 
-    monkeypatch.setattr(limits, "_physical_memory", lambda: 2**27)
+    monkeypatch.setattr(validation, "available_memory", lambda: 2**27)
     box = dpaudit.mechanisms.BlackBox(wide, dataset=[0.0], neighbour=[1.0])
     with pytest.raises(ValueError, match=r"attack DeltaLeak.* learns from 5,000 outputs per "):
         dpaudit.audit_mechanism(box, trials=10_000, seed=0)
@@ -451,8 +453,9 @@ def test_progress_into_a_log_file_is_whole_lines(tmp_path: Path) -> None:
     lines = err.splitlines()
     assert "\r" not in err
     assert lines[0] == "dpaudit: [1/1] a: 20,000 trials per dataset"
-    assert lines[-1] == "dpaudit: [1/1] a: consistent"
-    bars = lines[1:-1]  # the first at once, the last when done, at most one per interval between
+    assert lines[-2] == "dpaudit: [1/1] a: consistent"
+    assert lines[-1] == f"dpaudit: writing the report of 1 audit to {tmp_path / 'out'}"
+    bars = lines[1:-2]  # the first at once, the last when done, at most one per interval between
     assert "0%" in bars[0] and "100%" in bars[-1] and "(selection + evaluation" in bars[-1]
     code, _, err = _cli("run", spec, "-o", tmp_path / "out", "--quiet")
     assert code == cli.EXIT_OK and err == ""
@@ -556,7 +559,8 @@ def test_accountant_progress_into_a_log_file_is_whole_lines(tmp_path: Path) -> N
     assert code == cli.EXIT_OK and "\r" not in err
     lines = err.splitlines()
     assert lines[0] == "dpaudit: [1/1] g: 20,000 trials"
-    assert "(privacy loss)" in lines[-1] and "100%" in lines[-1]
+    assert "(privacy loss)" in lines[-2] and "100%" in lines[-2]
+    assert lines[-1] == f"dpaudit: writing the report of 1 audit to {tmp_path / 'out'}"
 
 
 _ACCOUNTANT = (
@@ -594,3 +598,206 @@ def test_an_accountant_audit_at_eps_far_above_every_loss_is_bounded(tmp_path: Pa
     document = json.loads((tmp_path / "out" / "results.json").read_text())
     delta = document["accountant_audits"][0]["delta"]
     assert delta["upper"][1] is not None and 0.0 <= delta["lower"][1] <= delta["upper"][1]
+
+
+# --- sizes, seeds, names, files and outputs that were taken in silence or died ---------------
+
+
+def test_a_population_beyond_memory_is_refused_before_its_datasets_are_drawn(monkeypatch):
+    """A fixed-size subsample of 10^9 of 10^9 + 1 records holds two datasets of 8 GB each: on a
+    machine (or under an address-space limit) of 3 GiB that is refused naming ``population``,
+    not a MemoryError traceback when the worst-case pair is built."""
+    monkeypatch.setattr(validation, "available_memory", lambda: 3 * 2**30)
+    with pytest.raises(ValueError, match=r"population = 1,000,000,001: .* 14\.9 GiB, more than"):
+        dpaudit.mechanisms.FixedSizeSubsampled(Gaussian(1.0), 10**9, 10**9 + 1)
+    dpaudit.mechanisms.FixedSizeSubsampled(Gaussian(1.0), 10**3, 10**3 + 1).worst_case_pair()
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_AS as Linux applies it")
+def test_a_population_beyond_an_address_space_limit_is_one_line(tmp_path: Path) -> None:
+    """The same spec run as a user under ``ulimit -v 3145728`` (3 GiB): the limit is read, the
+    spec refused in one line naming ``population``."""
+    import resource
+
+    mechanism = (
+        '{ kind = "fixed_size_subsampled", base = { kind = "gaussian", sigma = 1.0 }, '
+        "size = 1000000000, population = 1000000001 }"
+    )
+    spec = _spec(tmp_path, _audit_toml(mechanism=mechanism, trials="400"))
+    limit = 3 * 2**30
+    done = subprocess.run(
+        [sys.executable, "-m", "dpaudit.cli", "run", str(spec), "-o", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit)),
+    )
+    assert done.returncode == cli.EXIT_USER_ERROR, done.stderr
+    assert done.stderr.count("\n") == 1 and "population = 1,000,000,001" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: dpaudit.audit_mechanism(Gaussian(1.0), trials=500, seed=0.0), "seed must be"),
+        (lambda: dpaudit.audit_mechanism(Gaussian(1.0), trials=500, seed=1e300), "seed must be"),
+        (lambda: dpaudit.simulate_one_run(100, 1.0, seed=1.5), "seed must be"),
+        (lambda: dpaudit.mechanisms.NoisyMean(4, 10, sigma=1.0, seed=0.0), "seed must be"),
+        (lambda: dpaudit.attacks.Learned(seed=1e300), "seed must be"),
+        (lambda: dpaudit.audit_mechanism(Gaussian(1.0), trials=500, n_jobs=-100), "n_jobs must"),
+        (lambda: dpaudit.audit_scores(np.zeros(8), np.ones(8), name=1.5), "name must be a string"),
+        (lambda: dpaudit.reports.write([], "out", title=True), "title must be a string"),
+    ],
+    ids=[
+        "seed 0.0",
+        "seed 1e300",
+        "one-run seed",
+        "mechanism seed",
+        "attack seed",
+        "n_jobs -100",
+        "name 1.5",
+        "title True",
+    ],
+)
+def test_float_and_bool_seeds_names_and_too_few_workers_are_refused(call, message) -> None:
+    """A seed is an exact integer (``0.0`` and ``1e300`` are refused, not rounded), a name or a
+    title is text, and ``n_jobs = -100`` on a machine of fewer cores leaves no worker."""
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+@pytest.mark.parametrize("seed", ["0.0", "1e300", "true", '"0"'])
+def test_a_spec_seed_that_is_not_an_integer_is_refused(tmp_path: Path, seed: str) -> None:
+    _refused(tmp_path, _audit_toml() + f"seed = {seed}\n", "audit 1 (a): seed", "integer seed")
+
+
+def test_n_jobs_beyond_the_cores_below_zero_is_refused_at_the_command_line(tmp_path) -> None:
+    _refused(tmp_path, _audit_toml(), "n_jobs must be at least -", extra=("--n-jobs", "-100"))
+
+
+def test_accountant_tables_in_a_run_spec_are_refused_not_skipped(tmp_path: Path) -> None:
+    """``dpaudit run`` runs [[audit]] tables; [[accountant_audit]] tables beside them would not
+    run, so the spec is refused naming the command that runs them (and the other way round)."""
+    accountant = (
+        '[[accountant_audit]]\nname = "x"\nmechanism = { kind = "gaussian", sigma = 1.0 }\n'
+        'accountants = ["dpaudit:pld"]\ntrials = 1000\n'
+    )
+    _refused(tmp_path, _audit_toml() + accountant, "run by 'dpaudit audit-accountant'")
+    code, _, err = _cli(
+        "audit-accountant", _spec(tmp_path, accountant + _audit_toml()), "-o", tmp_path / "o"
+    )
+    assert code == cli.EXIT_USER_ERROR and "[[audit]] tables are run by 'dpaudit run'" in err
+
+
+def test_a_report_inside_the_store_is_refused_before_any_trial(tmp_path: Path) -> None:
+    """``-o st/out --store st`` with an audit named ``out``: the store's directory of that audit
+    would be the report's; refused up front (it used to be found after every trial)."""
+    err = _refused(
+        tmp_path,
+        _audit_toml(name="out"),
+        "is inside --store",
+        extra=("--store", tmp_path / "st", "-o", tmp_path / "st" / "out"),
+    )
+    assert not (tmp_path / "st").exists() or not any((tmp_path / "st").iterdir()), err
+
+
+@pytest.mark.parametrize(
+    ("array", "needle"),
+    [
+        (np.ones((10, 10)), "has shape (10, 10); expected one number per row"),
+        (np.arange(100).astype("datetime64[D]"), "holds datetime64[D] values, not numbers"),
+        (np.array(["1.0"] * 100), "holds <U3 values, not numbers"),
+    ],
+    ids=["2-d", "datetime", "text"],
+)
+def test_score_arrays_that_are_not_one_column_of_numbers_are_refused(tmp_path, array, needle):
+    """``dpaudit scores good.npy --nonmembers bad.npy``: a 2-d array used to be flattened and a
+    datetime64 one read as numbers, both exiting 0; a column of shape (n, 1) is still one."""
+    good, bad = tmp_path / "good.npy", tmp_path / "bad.npy"
+    np.save(good, np.random.default_rng(0).normal(size=100))
+    np.save(bad, array)
+    code, _, err = _cli("scores", good, "--nonmembers", bad, "-o", tmp_path / "out")
+    assert code == cli.EXIT_USER_ERROR and err.count("\n") == 1, err
+    assert f"{bad}: the array {needle}" in err
+    np.save(bad, np.random.default_rng(1).normal(size=(100, 1)))
+    code, _, err = _cli("scores", good, "--nonmembers", bad, "-o", tmp_path / "out", "-q")
+    assert code == cli.EXIT_OK, err
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is not None, reason="PyTorch installed")
+def test_a_device_without_pytorch_is_one_line_before_any_progress(tmp_path: Path) -> None:
+    code, _, err = _cli(
+        "run", _spec(tmp_path, _audit_toml()), "-o", tmp_path / "o", "--device", "cuda"
+    )
+    assert code == cli.EXIT_USER_ERROR
+    assert err.count("\n") == 1 and "needs PyTorch" in err, err
+
+
+def test_a_spec_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    spec = tmp_path / "spec.toml"
+    spec.write_bytes(b"\xef\xbb\xbf" + _audit_toml(trials="300").encode())
+    code, _, err = _cli("run", spec, "-o", tmp_path / "out", "-q")
+    assert code == cli.EXIT_OK, err
+
+
+def test_a_full_disk_is_one_plain_line_naming_the_report(tmp_path: Path, monkeypatch) -> None:
+    """No ``[Errno 28]`` and no name of a temporary file: the report directory and the reason."""
+    spec = _spec(tmp_path, _audit_toml(trials="300"))
+
+    def full(self, data):
+        raise OSError(28, "No space left on device", str(self))
+
+    monkeypatch.setattr(Path, "write_bytes", full)
+    code, _, err = _cli("run", spec, "-o", tmp_path / "out", "-q")
+    assert code == cli.EXIT_USER_ERROR
+    assert err == f"dpaudit: error: {tmp_path / 'out'}: no space left on device\n"
+    assert not list(tmp_path.glob(".out*"))
+
+
+def test_an_output_that_is_a_symbolic_link_loop_is_refused_in_words(tmp_path: Path) -> None:
+    (tmp_path / "loop").symlink_to("loop")
+    err = _refused(
+        tmp_path,
+        _audit_toml(),
+        "a symbolic link that leads nowhere",
+        extra=("-o", tmp_path / "loop"),
+    )
+    assert ".tmp" not in err and "Errno" not in err
+
+
+def test_the_current_directory_is_named_in_words(tmp_path: Path, monkeypatch) -> None:
+    """A report that cannot be created in the working directory: "in the current directory",
+    not "in ."."""
+
+    def refused(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(validation.tempfile, "mkdtemp", refused)
+    code, _, err = _cli("scores", "s.csv", "-o", "out")
+    assert code == cli.EXIT_USER_ERROR
+    assert "cannot create a directory in the current directory (permission denied)" in err
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "needle"),
+    [("--seed", "-1", "--seed must be"), ("--n-jobs", "0", "--n-jobs must be a non-zero")],
+)
+def test_accountant_overrides_are_refused_before_the_first_audit(tmp_path, option, value, needle):
+    """They were checked per audit, after its stage line: two lines for one input error."""
+    spec = tmp_path / "acc.toml"
+    spec.write_text(
+        '[[accountant_audit]]\nname = "g"\nmechanism = { kind = "gaussian", sigma = 1.0 }\n'
+        'accountants = ["dpaudit:pld"]\ntrials = 2000\n'
+    )
+    code, _, err = _cli("audit-accountant", spec, "-o", tmp_path / "out", option, value)
+    assert code == cli.EXIT_USER_ERROR and err.count("\n") == 1 and needle in err, err
+
+
+def test_a_selection_sample_of_one_trial_is_refused_with_the_spec(tmp_path: Path) -> None:
+    """Refused when the spec is read, not after the audit's stage line (two lines)."""
+    spec = _spec(tmp_path, _audit_toml() + "selection_trials = 1\n")
+    code, _, err = _cli("run", spec, "-o", tmp_path / "out")
+    assert code == cli.EXIT_USER_ERROR and err.count("\n") == 1, err
+    assert "selection_trials must be an integer in [2, inf), got 1" in err

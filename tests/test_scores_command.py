@@ -301,3 +301,20 @@ def test_many_scores_get_stage_lines_on_stderr_and_quiet_gets_none(tmp_path, cap
     ]
     assert main(["scores", str(path), "-o", str(tmp_path / "q"), "-q"]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_one_run_options_without_one_run_are_refused_not_ignored(tmp_path, capsys):
+    """``--sample-rate 0.1 --steps 10`` on scores of many models used to be ignored (exit 0)."""
+    table = tmp_path / "s.csv"
+    table.write_text("score,member\n" + "".join(f"{i},{i % 2}\n" for i in range(40)))
+    for extra in (["--sample-rate", "0.1", "--steps", "10"], ["--family", "gdp"]):
+        assert main(["scores", str(table), "-o", str(tmp_path / "out"), *extra]) == 1
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "only with --one-run" in err and extra[0] in err
+
+
+def test_repeated_thresholds_are_refused_as_the_engine_refuses_them():
+    from dpaudit import audit_scores
+
+    with pytest.raises(ValueError, match="thresholds must not repeat values"):
+        audit_scores(np.zeros(8), np.ones(8), thresholds=[0.5, 0.5])

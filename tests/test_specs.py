@@ -264,7 +264,7 @@ def test_several_audits_keep_their_order() -> None:
         ),
         (minimal("n_jobs = 0"), ["n_jobs", "-1"]),
         (minimal("n_jobs = 9223372036854775807"), ["n_jobs", "at most", "worker processes"]),
-        (minimal("selection_trials = 0"), ["selection_trials", "[1, inf)"]),
+        (minimal("selection_trials = 0"), ["selection_trials", "[2, inf)"]),
         (minimal('expect = "fine"'), ["expect", "consistent", "violated"]),
         (minimal('strategy = "best"'), ["strategy", "holdout", "best"]),
         (minimal('claim = { kind = "approx_dp" }'), ["claim.eps", "missing"]),

@@ -20,10 +20,16 @@ from dpaudit.audit.backends import backend, check_scheduler
 from dpaudit.audit.confidence import clopper_pearson_upper
 from dpaudit.audit.one_run import simulate_one_run
 from dpaudit.audit.store import ChunkStore
-from dpaudit.bounds.gaussian_dp import gdp, gdp_epsilon
+from dpaudit.bounds.gaussian_dp import gdp, gdp_delta, gdp_epsilon
+from dpaudit.bounds.pld import gaussian as gaussian_pld
+from dpaudit.bounds.rdp import RDPCurve
 from dpaudit.bounds.tradeoff import approx_dp, from_delta
+from dpaudit.mechanisms.pairs import answer_pairs, record_pairs
 
 NAN, INF = math.nan, math.inf
+_S0, _S1 = np.linspace(0.0, 1.0, 8), np.linspace(0.5, 1.5, 8)
+_ONE_RUN = simulate_one_run(100, 1.0, seed=0)
+_RESULT = dpaudit.audit_mechanism(mech.Gaussian(1.0), trials=1000, seed=0)
 #: One worker more than check_n_jobs allows (few enough to start should the check be missing).
 _TOO_MANY_JOBS = WORKERS_PER_CORE * (os.cpu_count() or 1) + 1
 
@@ -140,6 +146,42 @@ CASES = [
         lambda: dpaudit.specs.suite()[0].with_overrides(n_jobs=0.5),
         "n_jobs must be a non-zero integer (-1: all cores, -2: all but one), got 0.5",
     ),
+    # Wrong calls that raised OverflowError, TypeError, MemoryError or RuntimeError, or a
+    # ValueError that did not name the parameter:
+    (
+        "scores seed inf",
+        lambda: dpaudit.audit_scores(_S0, _S1, seed=INF),
+        "seed must be an integer (a seed, not a float), got inf",
+    ),
+    ("scores seed None", lambda: dpaudit.audit_scores(_S0, _S1, seed=None), "seed must be"),
+    ("scores seed -1", lambda: dpaudit.audit_scores(_S0, _S1, seed=-1), "seed must be"),
+    ("scores thresholds 3j", lambda: dpaudit.audit_scores(_S0, _S1, thresholds=3j), "thresholds"),
+    ("scores text", lambda: dpaudit.audit_scores(["1"] * 8, _S1), "scores_d must be an array"),
+    ("one-run seed", lambda: simulate_one_run(10, 1.0, seed="0"), "seed must be"),
+    ("one-run m beyond memory", lambda: simulate_one_run(10**13, 1.0), "m = 10,000,000,000,000"),
+    (
+        "one-run steps beyond the float range",
+        lambda: dpaudit.audit_one_run(*_ONE_RUN, family="dpsgd", sample_rate=0.1, steps=10**40),
+        "steps must be an integer in [1, 9007199254740992]",
+    ),
+    (
+        "PLD compositions",
+        lambda: gaussian_pld(1.0).self_compose(10**40),
+        "n must be an integer in [1, 9007199254740992]",
+    ),
+    ("gdp_epsilon mu 1e400", lambda: gdp_epsilon(1e-5, 10**400), "mu must be"),
+    ("gdp_delta eps text", lambda: gdp_delta("0", 1.0), "eps must be"),
+    ("record_pairs seed", lambda: record_pairs(np.zeros(3), [1.0], seed=1.5), "seed must be"),
+    ("answer_pairs base", lambda: answer_pairs(3, base=None), "base must be a real number"),
+    ("answer_pairs shift", lambda: answer_pairs(3, shift=0.0), "shift must be in (0, inf)"),
+    ("RDP orders", lambda: RDPCurve("a", [0.1]), "orders must be an array of Renyi orders"),
+    ("Clopper-Pearson k", lambda: clopper_pearson_upper("a", 10, 0.05), "k (count) must be"),
+    ("pair ragged", lambda: mech.NeighbouringPair([0.0], [[1, 2], [3]]), "d_prime must be"),
+    ("deltas None", lambda: _RESULT.to_frame(deltas=None), "deltas must be a non-empty"),
+    ("deltas empty", lambda: dpaudit.reports.build_record(_RESULT, deltas=[]), "deltas must"),
+    ("write path", lambda: dpaudit.reports.write(_RESULT, 3), "must be a directory path"),
+    ("write dpi", lambda: dpaudit.reports.write(_RESULT, "out", dpi=1.5), "dpi must be"),
+    ("load_results path", lambda: dpaudit.reports.load_results(3), "path must be the path"),
 ]
 
 

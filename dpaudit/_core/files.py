@@ -11,7 +11,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
-__all__ = ["fsync_directory", "write_atomic"]
+__all__ = ["fsync_directory", "os_error_text", "write_atomic"]
+
+
+def os_error_text(exc: OSError) -> str:
+    """``exc`` in words for one line: ``"<file>: <reason>"`` (``"out: no space left on
+    device"``), without Python's ``[Errno N]``."""
+    reason = (exc.strerror or str(exc) or type(exc).__name__).strip()
+    reason = reason[:1].lower() + reason[1:]
+    return f"{exc.filename}: {reason}" if exc.filename else reason
 
 
 def fsync_directory(directory: Path) -> None:
@@ -35,8 +43,10 @@ def write_atomic(path: Path, write: Callable[[IO[bytes]], object]) -> None:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(exc, OSError):  # named by the file meant, not by the temporary one
+            raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
         raise
     fsync_directory(path.parent)

@@ -22,7 +22,10 @@ __all__ = [
     "check_positive",
     "check_nonnegative",
     "check_probability",
+    "check_deltas",
     "check_integer",
+    "check_seed",
+    "check_text",
     "check_choice",
     "check_n_jobs",
     "WORKERS_PER_CORE",
@@ -30,6 +33,9 @@ __all__ = [
     "check_input_file",
     "check_array_in_unit_interval",
     "check_eps_array",
+    "available_memory",
+    "beyond_memory",
+    "check_memory",
     "scalar_like",
     "as_float_array",
     "real_scores",
@@ -89,6 +95,21 @@ def check_probability(
     return out
 
 
+def check_deltas(name: str, deltas: object, *, high_open: bool = True) -> list[float]:
+    """Return ``deltas`` (a number, or a non-empty sequence or array of them) as a list of
+    probabilities in ``[0, 1)`` (``[0, 1]`` without ``high_open``); anything else raises
+    ``ValueError`` naming ``name`` (``deltas[2]`` for a bad third value)."""
+    if isinstance(deltas, Real | np.floating | np.integer) and not isinstance(deltas, bool):
+        deltas = [deltas]
+    if isinstance(deltas, np.ndarray):
+        deltas = deltas.ravel().tolist()
+    if isinstance(deltas, str | bytes) or not isinstance(deltas, list | tuple | range):
+        raise ValueError(f"{name} must be a non-empty sequence of deltas, got {deltas!r}"[:300])
+    if not deltas:
+        raise ValueError(f"{name} must hold at least one delta, got none")
+    return [check_probability(f"{name}[{i}]", d, high_open=high_open) for i, d in enumerate(deltas)]
+
+
 def _unit_interval(low_open: bool, high_open: bool) -> str:
     return ("(" if low_open else "[") + "0, 1" + (")" if high_open else "]")
 
@@ -108,6 +129,25 @@ def check_integer(name: str, value: object, *, minimum: int = 1, maximum: int | 
         upper = "inf)" if maximum is None else f"{maximum}]"
         raise ValueError(f"{name} must be an integer in [{minimum}, {upper}, got {out!r}")
     return out
+
+
+def check_seed(name: str, value: object) -> int:
+    """Return ``value`` as a root seed: an integer ``>= 0`` (a Python or numpy integer). Unlike
+    :func:`check_integer`, a float is refused even when whole (``0.0``, ``1e300``): a seed is an
+    exact integer, and a float one is most often a mistake whose value is not the one meant."""
+    if isinstance(value, bool) or not isinstance(value, Integral | np.integer):
+        raise ValueError(f"{name} must be an integer (a seed, not a float), got {value!r}"[:300])
+    if value < 0:
+        raise ValueError(f"{name} must be an integer in [0, inf), got {int(value)!r}")
+    return int(value)
+
+
+def check_text(name: str, value: object) -> str:
+    """Return ``value`` if it is a string (a name, a title or a label), else ``ValueError``
+    naming ``name``: a number, a boolean or bytes are not silently turned into text."""
+    if not isinstance(value, str):
+        raise ValueError(f"{name} must be a string, got {value!r}"[:300])
+    return value
 
 
 def check_choice(name: str, value: object, choices: tuple[str, ...] | list[str]) -> str:
@@ -135,6 +175,11 @@ def check_n_jobs(name: str, value: object) -> int:
             f"{name} must be a non-zero integer (-1: all cores, -2: all but one), got {value!r}"
         )
     cores = os.cpu_count() or 1
+    if out < -cores:
+        raise ValueError(
+            f"{name} must be at least -{cores} (-k: all of this machine's {cores} cores but "
+            f"k - 1, so at least one worker), got {value!r}"
+        )
     if out > WORKERS_PER_CORE * cores:
         raise ValueError(
             f"{name} must be at most {WORKERS_PER_CORE * cores} ({WORKERS_PER_CORE} worker "
@@ -175,7 +220,13 @@ def check_writable_directory(
     ``replaced``, ``path`` is written as a whole beside itself (built in a sibling and renamed),
     so the place tried is its parent. Nothing is left behind.
     """
+    if not isinstance(path, str | os.PathLike):
+        raise ValueError(f"{name} must be a directory path, got {path!r}"[:300])
     path = Path(path)
+    if path.is_symlink() and not path.exists():
+        raise ValueError(
+            f"{name} {path}: a symbolic link that leads nowhere (a loop, or a missing target)"
+        )
     if path.exists() and not path.is_dir():
         raise ValueError(f"{name} {path}: exists and is not a directory")
     place = path.parent if replaced else path
@@ -187,34 +238,60 @@ def check_writable_directory(
         os.rmdir(tempfile.mkdtemp(prefix=".dpaudit-probe-", dir=place))
     except OSError as exc:
         reason = (exc.strerror or type(exc).__name__).lower()
+        where = "the current directory" if place == Path() else place
         raise ValueError(
-            f"{name} {path}: cannot create a directory in {place} ({reason})"
+            f"{name} {path}: cannot create a directory in {where} ({reason})"
         ) from None
     return path
 
 
-def as_float_array(name: str, value: object, expected: str = "an array of numbers") -> np.ndarray:
-    """Return ``value`` as a float array; a value that is not numeric raises ``ValueError``
-    saying that ``name`` must be ``expected`` (e.g. ``"a vector of query answers"``)."""
+def _number_array(name: str, value: object, expected: str, *, booleans: bool) -> np.ndarray:
+    """``value`` as a float array when it holds real numbers (booleans too with ``booleans``);
+    else ``ValueError`` saying that ``name`` must be ``expected``. Text (``"0.5"``), dates,
+    bytes, ragged nestings and integers beyond the float range are refused, not converted."""
     try:
-        return np.asarray(value, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be {expected}, got {type(value).__name__}") from exc
+        array = np.asarray(value)
+    except (TypeError, ValueError):  # a ragged nesting such as [[1, 2], [3]]
+        raise ValueError(f"{name} must be {expected}, got a ragged or mixed nesting") from None
+    kinds = "biuf" if booleans else "iuf"
+    if array.dtype.kind == "O":
+        items = array.ravel().tolist()
+        if not all(
+            isinstance(v, Real | np.floating | np.integer) and (booleans or not isinstance(v, bool))
+            for v in items
+        ):
+            raise ValueError(f"{name} must be {expected}, got {type(value).__name__}")
+    elif array.dtype.kind not in kinds:
+        got = "booleans" if array.dtype.kind == "b" else f"{array.dtype} values"
+        raise ValueError(f"{name} must be {expected}, got {got}")
+    try:
+        return np.asarray(array, dtype=float)
+    except OverflowError:  # Python integers such as 10**400
+        raise ValueError(
+            f"{name} must be {expected} within the float range (below 1.8e308)"
+        ) from None
+
+
+def as_float_array(name: str, value: object, expected: str = "an array of numbers") -> np.ndarray:
+    """Return ``value`` (real numbers or booleans) as a float array; text, dates, ragged nestings
+    and other values that are not numbers raise ``ValueError`` saying that ``name`` must be
+    ``expected`` (e.g. ``"a vector of query answers"``)."""
+    return _number_array(name, value, expected, booleans=True)
 
 
 def real_scores(name: str, values: object) -> np.ndarray:
     """``values`` as a float array of scores. Complex numbers with an imaginary part are refused
     (``ValueError`` naming ``name``) rather than cut to their real part; complex numbers without
     one are their real part."""
-    array = np.asarray(values)
+    try:
+        array = np.asarray(values)
+    except (TypeError, ValueError):
+        array = np.asarray(values, dtype=object)
     if np.iscomplexobj(array):
         if np.any(array.imag != 0):
             raise ValueError(f"{name} holds complex numbers; scores are real")
         array = array.real
-    try:
-        return np.asarray(array, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be an array of numbers, got {array.dtype} values") from None
+    return _number_array(name, array, "an array of numbers", booleans=True)
 
 
 def check_array_in_unit_interval(
@@ -222,7 +299,7 @@ def check_array_in_unit_interval(
 ) -> np.ndarray:
     """Return ``value`` as a float array with every entry in [0, 1] (no NaN), with either end
     optionally excluded."""
-    out = np.asarray(value, dtype=float)
+    out = _number_array(name, value, "a number or an array of numbers", booleans=False)
     too_low = out <= 0 if low_open else out < 0
     too_high = out >= 1 if high_open else out > 1
     outside = np.isnan(out) | too_low | too_high
@@ -237,15 +314,48 @@ def check_array_in_unit_interval(
 
 def check_eps_array(eps: object, name: str = "eps") -> np.ndarray:
     """Return ``eps`` as a float array with every entry in [0, inf] (no NaN)."""
-    try:
-        out = np.asarray(eps, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError(
-            f"{name} must be a real number or array in [0, inf], got {eps!r}"
-        ) from None
+    out = _number_array(name, eps, "a real number or array in [0, inf]", booleans=False)
     if np.isnan(out).any() or (out < 0).any():
         raise ValueError(f"{name} must be in [0, inf] (no NaN), got {eps!r}")
     return out
+
+
+def available_memory() -> int | None:
+    """Bytes of memory this process may use: the machine's physical memory, or less under an
+    address-space limit (``ulimit -v``); ``None`` where neither can be read."""
+    try:
+        memory = int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):  # not a POSIX system: not checked
+        return None
+    try:
+        import resource
+
+        limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    except (ImportError, OSError, ValueError):
+        return memory
+    return memory if limit in (resource.RLIM_INFINITY, -1) or limit <= 0 else min(memory, limit)
+
+
+def beyond_memory(nbytes: int) -> str | None:
+    """``"X GiB, more than a quarter of the Y GiB of memory this process may use"`` when
+    ``nbytes`` exceed a quarter of :func:`available_memory`, else ``None``."""
+    memory = available_memory()
+    if memory is None or nbytes <= memory // 4:
+        return None
+    return (
+        f"{nbytes / 2**30:,.1f} GiB, more than a quarter of the {memory / 2**30:,.1f} GiB of "
+        "memory this process may use"
+    )
+
+
+def check_memory(name: str, value: int, nbytes: int, what: str) -> None:
+    """Refuse (``ValueError`` naming ``name`` and its ``value``) a size whose arrays, ``what``
+    (e.g. ``"its two datasets of float64 records"``), would take ``nbytes``: more than a
+    quarter of the memory this process may use. Checked before anything is allocated, so that
+    the refusal is one line rather than a ``MemoryError`` or a machine that swaps."""
+    beyond = beyond_memory(nbytes)
+    if beyond:
+        raise ValueError(f"{name} = {value:,}: {what} would need {beyond}")
 
 
 def scalar_like(values: np.ndarray, like: object) -> float | np.ndarray:

@@ -46,7 +46,7 @@ import numpy as np
 
 from dpaudit.attacks.base import Attack
 from dpaudit.attacks.learned import Learned, _as_matrix, _DrawsTraining, _row_keys, few_values
-from dpaudit.bounds.validation import check_integer
+from dpaudit.bounds.validation import check_integer, check_seed
 
 __all__ = ["DeltaLeak"]
 
@@ -116,7 +116,7 @@ class DeltaLeak(_DrawsTraining, Attack):
         self.pair = pair
         self.train_trials = check_integer("train_trials", train_trials, minimum=0)
         self.training_limit: int | None = None
-        self.seed = check_integer("seed", seed, minimum=0)
+        self.seed = check_seed("seed", seed)
         self.fitted = False
         self.width = 0
         self.plus: list[np.ndarray] = []

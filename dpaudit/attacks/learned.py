@@ -54,7 +54,7 @@ from typing import Any
 import numpy as np
 
 from dpaudit._core.streams import TAGS
-from dpaudit._core.validation import check_choice, check_integer, check_positive
+from dpaudit._core.validation import check_choice, check_integer, check_positive, check_seed
 from dpaudit.attacks.base import Attack
 
 __all__ = ["Learned", "LEARNED_MODELS", "fit_logistic", "few_values"]
@@ -621,7 +621,7 @@ class Learned(_DrawsTraining, Attack):
         self.max_categories = check_integer("max_categories", max_categories, minimum=1)
         self.smoothing = check_positive("smoothing", smoothing)
         self.l2 = check_positive("l2", l2)
-        self.seed = check_integer("seed", seed, minimum=0)
+        self.seed = check_seed("seed", seed)
         self.fitted: _Model | None = None
         self.training: dict[str, Any] = {}
         self.width = 0

@@ -26,6 +26,11 @@ pool already gives each worker its share of the cores.
 
 Since the engine's batches and their summation order depend only on the audit's arguments, never
 on the workers, the results are bit-identical on every backend for the same seed.
+
+No worker outlives the process that started it: the pools of :func:`worker_pool` start every
+local worker with a thread that watches the worker's parent and ends the worker within
+:data:`PARENT_CHECK_SECONDS` of the parent's end, ``kill -9`` included. (joblib's pool would
+otherwise keep idle workers for minutes, and a parent killed outright never stops them.)
 """
 
 from __future__ import annotations
@@ -34,6 +39,8 @@ import contextlib
 import os
 import re
 import sys
+import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -47,6 +54,8 @@ __all__ = [
     "dask_available",
     "on_dask",
     "single_threaded",
+    "worker_pool",
+    "PARENT_CHECK_SECONDS",
 ]
 
 #: Backends :func:`backend` knows.
@@ -109,6 +118,47 @@ def single_threaded(fn: Callable[..., Any]) -> Callable[..., Any]:
     concurrent tasks of one worker never restore each other's limits). Picklable when ``fn``
     is, so that it can be sent to Dask workers."""
     return _SingleThreaded(fn)
+
+
+#: Seconds between two looks of a local worker process at whether its parent still runs.
+PARENT_CHECK_SECONDS = 0.5
+
+
+def _exit_with(parent: int) -> None:
+    """Wait until this process's parent is no longer ``parent`` (it ended, and this process was
+    handed to another), then end this process at once."""
+    while os.getppid() == parent:
+        time.sleep(PARENT_CHECK_SECONDS)
+    os._exit(1)
+
+
+def _watch_parent(parent: int) -> None:
+    """The initializer of a worker of :func:`worker_pool`, which ``parent`` started: a thread
+    that ends this worker when ``parent`` ends; the end at once when it already has (it was
+    killed while this worker was starting)."""
+    if os.getppid() != parent:
+        os._exit(1)
+    threading.Thread(target=_exit_with, args=(parent,), daemon=True).start()
+
+
+def worker_pool(n_jobs: int) -> Any:
+    """``joblib.Parallel(n_jobs, return_as="generator")`` on the backend now active. When that
+    is joblib's own process pool (loky, the default), its workers watch this process and end
+    within :data:`PARENT_CHECK_SECONDS` of its end, however it ends (module docstring)."""
+    import joblib
+    from joblib.parallel import get_active_backend
+
+    active, _ = get_active_backend()
+    if type(active).__name__ != "LokyBackend" or "initializer" in active.backend_kwargs:
+        return joblib.Parallel(n_jobs=n_jobs, return_as="generator")
+    backend = type(active)(
+        nesting_level=active.nesting_level,
+        inner_max_num_threads=active.inner_max_num_threads,
+        **active.backend_kwargs,
+        initializer=_watch_parent,
+        initargs=(os.getpid(),),
+    )
+    return joblib.Parallel(n_jobs=n_jobs, return_as="generator", backend=backend)
 
 
 def check_scheduler(scheduler: object) -> str:

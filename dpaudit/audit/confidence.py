@@ -20,9 +20,10 @@ from __future__ import annotations
 import numpy as np
 from scipy import special
 
-from dpaudit._core.validation import check_array_in_unit_interval
+from dpaudit._core.validation import as_float_array, check_array_in_unit_interval
 
 __all__ = [
+    "BLOCK",
     "clopper_pearson_upper",
     "clopper_pearson_lower",
     "dkw_radius",
@@ -30,13 +31,33 @@ __all__ = [
 ]
 
 
+#: Values per call of scipy's ``betaincinv``. One call holds the interpreter lock throughout, so
+#: that no other thread of the process runs (the heartbeat of a long command says nothing): a
+#: million counts take seconds, and go in blocks of this many.
+BLOCK = 2**16
+
+
+def _betaincinv(a: np.ndarray, b: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``scipy.special.betaincinv(a, b, y)``, broadcast, in blocks of :data:`BLOCK` values (the
+    same values as one call: the function is evaluated element by element)."""
+    a, b, y = np.broadcast_arrays(a, b, y)
+    if a.size <= BLOCK:
+        return special.betaincinv(a, b, y)
+    out = np.empty(a.shape)
+    flat_out, flat_a, flat_b, flat_y = out.reshape(-1), a.ravel(), b.ravel(), y.ravel()
+    for start in range(0, a.size, BLOCK):
+        block = slice(start, start + BLOCK)
+        flat_out[block] = special.betaincinv(flat_a[block], flat_b[block], flat_y[block])
+    return out
+
+
 def _check_gamma(gamma: np.ndarray | float) -> np.ndarray:
     return check_array_in_unit_interval("gamma", gamma, low_open=True, high_open=True)
 
 
 def _check_counts(k: np.ndarray | float, n: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
-    k_arr = np.asarray(k, dtype=float)
-    n_arr = np.asarray(n, dtype=float)
+    k_arr = as_float_array("k (count)", k)
+    n_arr = as_float_array("n (number of trials)", n)
     if np.isnan(k_arr).any() or (k_arr < 0).any():
         raise ValueError(f"k (count) must be >= 0, got {k!r}")
     if np.isnan(n_arr).any() or (n_arr < 1).any():
@@ -59,7 +80,7 @@ def clopper_pearson_upper(
     g = _check_gamma(gamma)
     full = k_arr >= n_arr
     b = np.where(full, 1.0, n_arr - k_arr)
-    out = special.betaincinv(k_arr + 1.0, b, 1.0 - g)
+    out = _betaincinv(k_arr + 1.0, b, 1.0 - g)
     return np.where(full, 1.0, out)
 
 
@@ -75,7 +96,7 @@ def clopper_pearson_lower(
     g = _check_gamma(gamma)
     empty = k_arr <= 0
     a = np.where(empty, 1.0, k_arr)
-    out = special.betaincinv(a, n_arr - k_arr + 1.0, g)
+    out = _betaincinv(a, n_arr - k_arr + 1.0, g)
     return np.where(empty, 0.0, out)
 
 

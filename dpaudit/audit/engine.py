@@ -43,17 +43,19 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import functools
 import math
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from dpaudit._core.device import check_device, torch_device
+from dpaudit._core.heartbeat import beating, doing
 from dpaudit._core.provenance import audit_metadata, versions
 from dpaudit._core.streams import STREAMS as _ALL_STREAMS
 from dpaudit._core.streams import chunk_generator, derived_seed
@@ -63,16 +65,19 @@ from dpaudit._core.validation import (
     check_n_jobs,
     check_positive,
     check_probability,
+    check_seed,
 )
 from dpaudit.attacks.base import Attack
 from dpaudit.attacks.delta_leak import DeltaLeak
 from dpaudit.attacks.likelihood_ratio import LikelihoodRatio
 from dpaudit.audit import device as _device
-from dpaudit.audit.backends import on_dask, single_threaded
+from dpaudit.audit.backends import on_dask, single_threaded, worker_pool
 from dpaudit.audit.grid import MAX_BINS, ScoreGrid
 from dpaudit.audit.limits import (
+    EXTRA_FACTOR,
     SMALLEST_CHUNK,
     check_duration,
+    check_extra_draws,
     check_learning_sample,
     check_output_size,
     check_trials,
@@ -334,6 +339,12 @@ def _batches(
     ]
 
 
+def _batch_trials(batch: tuple, chunk_size: int) -> int:
+    """The trials per dataset of a batch of :func:`_batches`."""
+    _, first, n_chunks, total = batch
+    return min(total, (first + n_chunks) * chunk_size) - first * chunk_size
+
+
 def _is_exact(attack: Any, mechanism: Any, pair: NeighbouringPair) -> bool:
     """Whether the attack's score is the exact privacy loss of ``mechanism`` on ``pair``."""
     return (
@@ -436,12 +447,12 @@ def _pilot_chunks(
 ) -> Iterator[tuple[np.ndarray, float]]:
     """The timed scores of the pilot's ``chunks`` in order: in this process, or by ``n_jobs``
     workers (not ``None`` or 1) when there are at least two chunks."""
-    from joblib import Parallel, delayed
+    from joblib import delayed
 
     if n_jobs is None or n_jobs == 1 or len(chunks) < 2:
         return (_timed_draw(job, "pilot", chunk, sizes[chunk]) for chunk in chunks)
     run = single_threaded(_timed_draw) if on_dask() else _timed_draw
-    parallel = Parallel(n_jobs=n_jobs, return_as="generator")
+    parallel = worker_pool(n_jobs)
     return parallel(delayed(run)(job, "pilot", chunk, sizes[chunk]) for chunk in chunks)
 
 
@@ -473,7 +484,7 @@ def _tallies(
 ) -> Iterator[tuple[int, _Tally]]:
     """The tallies of ``batches[start:]`` in batch order: stored ones loaded, the others run
     (and stored as soon as they are finished)."""
-    from joblib import Parallel, delayed
+    from joblib import delayed
 
     pending = [b for b in batches[start:] if (b[0], b[1]) not in finished]
     run = single_threaded(_run_batch) if on_dask() else _run_batch
@@ -482,12 +493,12 @@ def _tallies(
         # cancelled nothing).
         results: Iterator[_Tally] = iter(())
         if pending:
-            parallel = stack.enter_context(Parallel(n_jobs=n_jobs, return_as="generator"))
+            parallel = stack.enter_context(worker_pool(n_jobs))
             results = parallel(delayed(run)(job, *batch) for batch in pending)
         for index in range(start, len(batches)):
             stream, first = batches[index][:2]
             if (stream, first) in finished:
-                stored = store.load(stream, first)
+                stored = store.load(stream, first, _batch_trials(batches[index], job.chunk_size))
                 if stored is not None:
                     yield index, _Tally(**stored)
                     continue
@@ -622,7 +633,8 @@ def _probe(mechanism: Any, pair: NeighbouringPair, seed: int) -> tuple[np.ndarra
     check_output_size(mechanism, pair)
     started = time.perf_counter()
     try:
-        probe = np.asarray(mechanism.sample(pair.d, 2, chunk_generator(seed, "probe", 0)))
+        with doing(f"drawing two outputs of {_progress_name(mechanism)} to learn their shape"):
+            probe = np.asarray(mechanism.sample(pair.d, 2, chunk_generator(seed, "probe", 0)))
     except (Exception, SystemExit) as exc:  # foreign code may call sys.exit
         name = getattr(mechanism, "name", type(mechanism).__name__)
         message = " ".join(str(exc).split())
@@ -663,7 +675,8 @@ def _check_speed(
     chunk, size = 0, 1
     while True:
         started = time.perf_counter()
-        _sample(mechanism, pair, seed, output_shape, "timing", chunk, size)
+        with doing(f"timing {_progress_name(mechanism)} on {size:,} trials"):
+            _sample(mechanism, pair, seed, output_shape, "timing", chunk, size)
         seconds = time.perf_counter() - started
         if seconds >= TIMED_SECONDS or size >= chunk_size:
             check_duration(name, total_trials, size, seconds, -1 if n_jobs is None else n_jobs)
@@ -709,7 +722,8 @@ def _fitted_attack(
     size = budget["fit"]
     check_learning_sample(attack.name, size, math.prod(output_shape))
     attack.limit_training(budget["training"])
-    fitted = attack.fit(*_sample(mechanism, pair, seed, output_shape, "fit", 0, size))
+    with doing(f"fitting the attack {attack.name[:40]} on {size:,} outputs per dataset"):
+        fitted = attack.fit(*_sample(mechanism, pair, seed, output_shape, "fit", 0, size))
     return attack if fitted is None else fitted
 
 
@@ -723,7 +737,9 @@ def _fix_grid(
 ) -> tuple[_Job, int]:
     """The job with the score grid fixed by the pilot (before any trial used for a bound
     exists), and the number of workers: the given one, else as the pilot's speed predicts."""
-    pilot, drawn, seconds = _pilot(job, pilot_trials, chunk_store, n_jobs)
+    what = f"drawing the pilot ({pilot_trials:,} trials per dataset) that fixes the score grid"
+    with doing(what):
+        pilot, drawn, seconds = _pilot(job, pilot_trials, chunk_store, n_jobs)
     if n_jobs is None:
         # A pilot loaded from a store was part of a run long enough to be stored: every core.
         per_trial = seconds / drawn if drawn else math.inf
@@ -786,13 +802,20 @@ def _run_streams(
     }
     finished = set() if chunk_store is None else chunk_store.finished()
     position, deaths = 0, 0
-    with bar:
+
+    def done() -> str:
+        drawn = sum(_batch_trials(batch, chunk_size) for batch in batches[:position])
+        return (
+            f"drawing the selection and evaluation trials ({drawn:,} of "
+            f"{selection_trials + trials:,} per dataset done)"
+        )
+
+    with bar, doing(done):
         while position < len(batches):
             try:
                 for index, tally in _tallies(job, batches, position, chunk_store, finished, n_jobs):
-                    stream, first, n_chunks, total = batches[index]
-                    totals[stream].add(tally)
-                    bar.update(min(total, (first + n_chunks) * chunk_size) - first * chunk_size)
+                    totals[batches[index][0]].add(tally)
+                    bar.update(_batch_trials(batches[index], chunk_size))
                     position = index + 1
             except _worker_deaths() as exc:
                 # Summed so far: batches[:position], in order; run the rest again.
@@ -852,6 +875,22 @@ def _device_streams(
     return totals
 
 
+def _heartbeat_when_shown(audit: Callable[..., AuditResult]) -> Callable[..., AuditResult]:
+    """``audit`` with a heartbeat (:func:`~dpaudit._core.heartbeat.beating`) on stderr while it
+    runs with ``progress=True``, or ``progress=None`` when stderr is a terminal: a step that
+    counts nothing for long (a slow probe, a pilot chunk, one batch) still says what it does."""
+
+    @functools.wraps(audit)
+    def run(*args: Any, **kwargs: Any) -> AuditResult:
+        progress = kwargs.get("progress")
+        shown = progress is True or (progress is None and sys.stderr.isatty())
+        with beating() if shown else contextlib.nullcontext():
+            return audit(*args, **kwargs)
+
+    return run
+
+
+@_heartbeat_when_shown
 def audit_mechanism(
     mechanism: Any,
     pair: NeighbouringPair | None = None,
@@ -945,10 +984,11 @@ def audit_mechanism(
     """
     started = time.perf_counter()
     trials = check_trials("trials", trials)
-    seed = check_integer("seed", seed, minimum=0)
+    seed = check_seed("seed", seed)
     confidence = check_probability("confidence", confidence, low_open=True, high_open=True)
     strategy = check_choice("strategy", strategy, STRATEGIES)
     fixed = _checked_thresholds(strategy, threshold)
+    chosen_selection = selection_trials is not None
     if selection_trials is None:
         selection_trials = selection_trials_for(mechanism, trials)
     selection_trials = check_trials("selection_trials", selection_trials, minimum=2)
@@ -969,6 +1009,7 @@ def audit_mechanism(
         store=store,
         privacy_loss=privacy_loss,
         device=device,
+        chosen_selection=chosen_selection,
     )
     job = setup.job
     bar = _progress_bar(progress, selection_trials + trials, mechanism)
@@ -1037,12 +1078,14 @@ def _setup(
     device: str | None,
     chunks_at_least: int = 1,
     fit: bool = True,
+    chosen_selection: bool = True,
 ) -> _Setup:
     """Check the run's options, probe the output, choose and fit the attack and fix the grid by
     the pilot (:func:`audit_mechanism`, steps 1 and 2). With ``chunk_size=None`` the default
     chunk size is halved until the evaluation stream has at least ``chunks_at_least`` chunks
     (never below ``SMALLEST_CHUNK``). ``fit=False``: ``attack`` is already fitted (on outputs
-    independent of this audit's streams) and is used as it is."""
+    independent of this audit's streams) and is used as it is. ``chosen_selection=False``:
+    ``selection_trials`` is the default, and a default that dwarfs a small audit is said."""
     bins = (
         default_bins(trials)
         if bins is None
@@ -1084,6 +1127,10 @@ def _setup(
     budget = overhead_budget(trials, selection_trials, attack.learns and fit)
     fit_trials, pilot_trials = budget["fit"], budget["pilot"]
     if target is None:
+        overhead = sum(budget.values())
+        # The default selection sample (at least MIN_SELECTION_TRIALS) can dwarf a small audit.
+        added = selection_trials + overhead
+        disproportionate = not chosen_selection and added > EXTRA_FACTOR * trials
         per_trial = _check_speed(
             mechanism,
             pair,
@@ -1091,16 +1138,25 @@ def _setup(
             output_shape,
             chunk_size,
             probe_seconds,
-            sum(budget.values()),
+            added if disproportionate else overhead,
             selection_trials + trials,
             n_jobs,
         )
-        before = sum(budget.values()) * (per_trial or 0.0)
-        if _shows_progress(progress, selection_trials + trials) and before >= PRE_CHECK_SECONDS:
+        name = _progress_name(mechanism)
+        shown = _shows_progress(progress, selection_trials + trials)
+        extra = None
+        if disproportionate and per_trial is not None:
+            alternative = trials + sum(overhead_budget(trials, trials, attack.learns).values())
+            extra = check_extra_draws(
+                name, trials, selection_trials, overhead, alternative, per_trial
+            )
+        if shown and extra:
+            print(extra, file=sys.stderr, flush=True)
+        elif shown and overhead * (per_trial or 0.0) >= PRE_CHECK_SECONDS:
             # The bar starts after the fit and the pilot: say why nothing moves until then.
             print(
-                f"{_progress_name(mechanism)}: {sum(budget.values()):,} trials per dataset to "
-                f"fit the attack and fix the grid first (about {before:.0f} s)",
+                f"{name}: {overhead:,} trials per dataset to fit the attack and fix the grid "
+                f"first (about {overhead * per_trial:.0f} s)",
                 file=sys.stderr,
                 flush=True,
             )
@@ -1468,7 +1524,7 @@ def audit_sequential(
     sizes = phase_trials(trials, growth, max_trials)
     if max_seconds is not None:
         max_seconds = check_positive("max_seconds", max_seconds)
-    seed = check_integer("seed", seed, minimum=0)
+    seed = check_seed("seed", seed)
     n_jobs = check_n_jobs("n_jobs", n_jobs)
     if not callable(getattr(mechanism, "sample", None)):
         raise ValueError(

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from scipy import special
 
-from dpaudit._core.validation import check_probability
+from dpaudit._core.validation import check_deltas
 from dpaudit.mechanisms.base import METHOD_KINDS
 
 if TYPE_CHECKING:  # pandas is imported where a table is built
@@ -33,7 +33,7 @@ def result_frame(result: Any, deltas: Sequence[float]) -> pd.DataFrame:
     import pandas as pd
 
     rows = []
-    for d in deltas:
+    for d in check_deltas("deltas", deltas):
         w = result.epsilon_witness(d)
         rows.append(("epsilon", f"delta={d:g}", w["epsilon"], "lower bound", w["threshold"]))
     w = result.mu_witness()
@@ -102,7 +102,7 @@ def theory_comparison(
         raise ValueError("theory_comparison needs the mechanism object (not kept in JSON)")
     if methods is None:
         methods = tuple(mechanism.theory_methods)
-    deltas = [check_probability("delta", d, high_open=True) for d in deltas]
+    deltas = check_deltas("deltas", deltas)
     eps_lb = {d: result.epsilon_lower_bound(d) for d in deltas}
     mu_w = result.mu_witness()
     rows = []

@@ -103,12 +103,14 @@ from dpaudit._core.streams import TAGS
 from dpaudit._core.validation import (
     check_choice,
     check_integer,
+    check_memory,
     check_nonnegative,
     check_probability,
+    check_seed,
     real_scores,
 )
 from dpaudit.bounds.gaussian_dp import gdp_epsilon
-from dpaudit.bounds.pld import poisson_subsampled_gaussian
+from dpaudit.bounds.pld import MAX_COMPOSITIONS, poisson_subsampled_gaussian
 from dpaudit.bounds.tradeoff import TradeoffCurve
 
 __all__ = [
@@ -121,6 +123,7 @@ __all__ = [
     "AUTO_SPLIT_FROM",
     "DESIGN_CHECK_LEVEL",
     "ASSUMPTIONS",
+    "TESTED_PARAMETERS",
     "audit_one_run",
     "guess_grid",
     "split_guesses",
@@ -175,6 +178,9 @@ ASSUMPTIONS: dict[str | None, str | None] = {
     ),
 }
 
+#: The parameter a family's test bounds: ``bound`` and ``ceiling`` of a :class:`OneRunResult`.
+TESTED_PARAMETERS: dict[str | None, str] = {None: "eps", "gdp": "mu", "dpsgd": "sigma"}
+
 _METHODS = ("fdp", "steinke")
 _FAMILIES = ("gdp", "dpsgd")
 _STRATEGIES = ("auto", "bonferroni", "split", "sweep")
@@ -193,6 +199,8 @@ def simulate_one_run(
     m = check_integer("m", m, minimum=1)
     mu = check_nonnegative("mu", mu)
     p = check_probability("p", p)
+    seed = check_seed("seed", seed)
+    check_memory("m", m, 17 * m, "its scores and inclusions (and the uniform draws behind them)")
     rng = np.random.default_rng(seed)
     included = (rng.random(m) < p).astype(np.int8)
     return rng.standard_normal(m) + mu * included, included
@@ -603,14 +611,24 @@ class OneRunResult:
         return self._eps(self.ceiling, self.delta, [[k, k] for k, _ in self.counts])
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready record, with ``eps`` at ``delta``, its ceiling, the assumption and the
-        label; a value that is not finite (a ``sigma`` bound when no noise multiplier is
-        rejected) is ``None``."""
+        """JSON-ready record, with ``eps`` at ``delta`` and its ceiling (``epsilon_lower_bound``,
+        ``epsilon_ceiling``), the assumption and the label. The tested family's own parameter
+        (``eps``, or ``mu`` for ``"gdp"``, the noise multiplier ``sigma`` for ``"dpsgd"``) goes
+        under ``tested`` with its bound and ceiling, never under a bare ``ceiling`` that could be
+        read as the ``eps`` ceiling. A value that is not finite (a ``sigma`` bound when no noise
+        multiplier is rejected) is ``None``."""
+        record = asdict(self)
+        tested = {
+            "parameter": TESTED_PARAMETERS[self.family],
+            "bound": record.pop("bound"),
+            "ceiling": record.pop("ceiling"),
+        }
         return to_json_value(
             {
-                **asdict(self),
+                **record,
                 "epsilon_lower_bound": self.epsilon_lower_bound(),
                 "epsilon_ceiling": self.epsilon_ceiling(),
+                "tested": tested,
                 "assumption": self.assumption,
                 "label": self.label,
             },
@@ -662,7 +680,7 @@ def _check_family(
     return (
         family,
         check_probability("sample_rate", sample_rate, low_open=True),
-        check_integer("steps", steps, minimum=1),
+        check_integer("steps", steps, minimum=1, maximum=MAX_COMPOSITIONS),
     )
 
 
@@ -742,7 +760,7 @@ def audit_one_run(
     sides = check_choice("sides", sides, _SIDES)
     family, sample_rate, steps = _check_family(family, method, sample_rate, steps)
     inclusion = _check_inclusion(inclusion)
-    seed = check_integer("seed", seed, minimum=0)
+    seed = check_seed("seed", seed)
     check_design(z, inclusion)
     m = s.size
     if guesses is not None:

@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from dpaudit._core.streams import TAGS
-from dpaudit._core.validation import check_integer, check_positive, check_probability
+from dpaudit._core.validation import check_integer, check_positive, check_probability, check_seed
 from dpaudit.attacks.base import Attack
 from dpaudit.audit.engine import audit_mechanism, most_outputs, selection_trials_for
 from dpaudit.audit.result import AuditResult
@@ -510,7 +510,7 @@ def search_inputs(
     screen_trials = check_integer("screen_trials", screen_trials, minimum=1)
     finalists = check_integer("finalists", finalists, minimum=1, maximum=len(cands))
     delta = check_probability("delta", delta, high_open=True)
-    seed = check_integer("seed", seed, minimum=0)
+    seed = check_seed("seed", seed)
     screen_seed = (
         seed if screen_seed is None else check_integer("screen_seed", screen_seed, minimum=0)
     )
@@ -727,6 +727,10 @@ def search_pairs(
     pairs = _checked_candidates(candidates)
     pilot_trials = check_integer("pilot_trials", pilot_trials, minimum=1)
     trials = check_integer("trials", trials, minimum=1)
+    finalists = check_integer("finalists", finalists, minimum=1, maximum=len(pairs))
+    delta = check_probability("delta", delta, high_open=True)
+    seed = check_seed("seed", seed)
+    confidence = check_probability("confidence", confidence, low_open=True, high_open=True)
     pilot_confidence = check_probability(
         "pilot_confidence", pilot_confidence, low_open=True, high_open=True
     )

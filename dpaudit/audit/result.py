@@ -26,7 +26,7 @@ from scipy import special
 
 from dpaudit._core.jsonvalues import json_leaf
 from dpaudit._core.provenance import audit_metadata
-from dpaudit._core.validation import check_probability
+from dpaudit._core.validation import check_deltas, check_probability
 from dpaudit.audit import frames
 from dpaudit.audit.empirical import EmpiricalTradeoff
 from dpaudit.audit.grid import ScoreGrid
@@ -407,7 +407,7 @@ class AuditResult:
         """
         if claim is not None:
             claim = claim_curve(claim)
-        asked = list(dict.fromkeys(check_probability("delta", d, high_open=True) for d in deltas))
+        asked = list(dict.fromkeys(check_deltas("deltas", deltas)))
         tests = len(asked) + 1 + (claim is not None)
         gamma_each = self.gamma / tests
         member = replace(self, confidence=1.0 - gamma_each, gamma_share=1.0)

@@ -49,7 +49,14 @@ from collections.abc import Sequence
 import numpy as np
 
 from dpaudit._core.provenance import versions
-from dpaudit._core.validation import check_choice, check_probability, real_scores
+from dpaudit._core.validation import (
+    as_float_array,
+    check_choice,
+    check_probability,
+    check_seed,
+    check_text,
+    real_scores,
+)
 from dpaudit.audit.grid import ScoreGrid
 from dpaudit.audit.result import AuditResult
 from dpaudit.mechanisms.base import NeighbouringPair
@@ -248,6 +255,8 @@ def audit_scores(
     s0 = _check_scores("scores_d", scores_d)
     s1 = _check_scores("scores_d_prime", scores_d_prime)
     confidence = check_probability("confidence", confidence, low_open=True, high_open=True)
+    seed = check_seed("seed", seed)
+    name = check_text("name", name)
     strategy = check_choice("strategy", strategy, _STRATEGIES)
     selection_fraction = check_probability(
         "selection_fraction", selection_fraction, low_open=True, high_open=True
@@ -256,9 +265,12 @@ def audit_scores(
     if thresholds is not None:
         if strategy != "auto":
             raise ValueError(f"strategy must be 'auto' when thresholds are given, got {strategy!r}")
-        declared = np.unique(np.asarray(thresholds, dtype=float).ravel())
-        if declared.size == 0 or not np.isfinite(declared).all():
+        given = as_float_array("thresholds", thresholds, "a non-empty list of finite numbers")
+        declared = np.unique(given.ravel())
+        if given.ndim > 1 or declared.size == 0 or not np.isfinite(declared).all():
             raise ValueError("thresholds must be a non-empty list of finite numbers")
+        if declared.size != given.size:  # as the engine's strategy "fixed" says
+            raise ValueError(f"thresholds must not repeat values, got {thresholds!r}"[:300])
     rng = np.random.default_rng(np.random.SeedSequence(int(seed)))
     # Each side as positions of its scores: the selection part first, in a random order.
     sel0, ev0 = _split_positions(s0.size, selection_fraction, rng)

@@ -24,10 +24,13 @@ dpaudit and numpy versions); a directory whose manifest differs is refused with 
 the fields that differ, so batches of different audits are never mixed. Nothing is pickled.
 
 Every file also holds a checksum of its arrays (names, dtypes, shapes and bytes, SHA-256 keyed by
-the fingerprint's digest), so a file whose content was changed after it was written, or that
-comes from another audit's store, is told from a good one. A file damaged by something else (a
-full disk, a copy cut short, a truncated or empty file, an edited or foreign content) is
-reported in one line (a ``RuntimeWarning``), removed, and its batch or chunk is drawn again.
+the fingerprint's digest and the file's own name, that is its stream and first chunk), so a file
+whose content was changed after it was written, that comes from another audit's store, or that
+was copied over another batch of the same audit, is told from a good one. A batch is also read
+only if its counts add up, on each dataset, to the trials that batch holds by the audit's
+declared trials and chunking. A file damaged by something else (a full disk, a copy cut short, a
+truncated or empty file, an edited, foreign or misplaced content) is reported in one line (a
+``RuntimeWarning``), removed, and its batch or chunk is drawn again.
 """
 
 from __future__ import annotations
@@ -52,7 +55,7 @@ from dpaudit._core.validation import check_writable_directory
 __all__ = ["ChunkStore", "STORE_FORMAT", "fingerprint_digest"]
 
 #: Version of the layout above; a store of another format is refused.
-STORE_FORMAT = 2
+STORE_FORMAT = 3
 
 _MANIFEST = "manifest.json"
 _BATCH = re.compile(r"^(?P<stream>[a-z]+)-(?P<first>\d{12})\.npz$")
@@ -72,9 +75,10 @@ def fingerprint_digest(fingerprint: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _checksum(key: str, arrays: Mapping[str, np.ndarray]) -> str:
-    """SHA-256, keyed by ``key``, of the names, dtypes, shapes and bytes of ``arrays``."""
-    digest = hashlib.sha256(key.encode("utf-8"))
+def _checksum(key: str, place: Path, arrays: Mapping[str, np.ndarray]) -> str:
+    """SHA-256, keyed by ``key`` and the name of the file at ``place``, of the names, dtypes,
+    shapes and bytes of ``arrays``: the same arrays under another name do not match it."""
+    digest = hashlib.sha256(f"{key}/{place.name}".encode())
     for name in sorted(arrays):
         value = np.ascontiguousarray(arrays[name])
         digest.update(f"{name}:{value.dtype.str}:{value.shape}".encode())
@@ -163,9 +167,12 @@ class ChunkStore:
             raise ValueError(f"first must be a chunk index >= 0, got {first!r}")
         return self.directory / f"{stream}-{int(first):012d}.npz"
 
-    def _read(self, path: Path, required: str) -> dict[str, np.ndarray] | None:
-        """The arrays of ``path``, which must hold ``required``; ``None`` when the file is
-        missing, or damaged (then it is reported in one line and removed)."""
+    def _read(
+        self, path: Path, required: str, trials: int | None = None
+    ) -> dict[str, np.ndarray] | None:
+        """The arrays of ``path``, which must hold ``required`` (with ``trials``, counts that
+        add up to that many trials on each dataset); ``None`` when the file is missing, or
+        damaged (then it is reported in one line and removed)."""
         if not path.exists():
             return None
         try:
@@ -176,8 +183,12 @@ class ChunkStore:
             if required not in arrays:
                 raise ValueError(f"it holds no {required!r} array")
             stored = str(arrays.pop(_CHECKSUM, ""))
-            if stored != _checksum(self.digest, arrays):
+            if stored != _checksum(self.digest, path, arrays):
                 raise ValueError("its content does not match its checksum")
+            if trials is not None:
+                sums = np.asarray(arrays[required]).sum(axis=-1).tolist()
+                if sums != [trials, trials]:
+                    raise ValueError(f"its counts add up to {sums}, not {trials} trials each")
         except _DAMAGE as exc:
             reason = " ".join(str(exc).split()) or type(exc).__name__
             warnings.warn(
@@ -211,13 +222,16 @@ class ChunkStore:
         unknown = set(present) - set(_ARRAYS)
         if unknown:
             raise ValueError(f"arrays must be among {_ARRAYS}, got {sorted(unknown)}")
-        present[_CHECKSUM] = np.array(_checksum(self.digest, present))
+        present[_CHECKSUM] = np.array(_checksum(self.digest, path, present))
         write_atomic(path, lambda handle: np.savez(handle, **present))
 
-    def load(self, stream: str, first: int) -> dict[str, np.ndarray | None] | None:
+    def load(
+        self, stream: str, first: int, trials: int | None = None
+    ) -> dict[str, np.ndarray | None] | None:
         """The stored sums of a batch (``None`` for arrays not stored), or ``None`` if absent
-        or damaged (a damaged file is reported and removed)."""
-        arrays = self._read(self._path(stream, first), "counts")
+        or damaged (a damaged file is reported and removed). With ``trials``, the trials the
+        batch holds, its counts must add up to them on each dataset."""
+        arrays = self._read(self._path(stream, first), "counts", trials)
         if arrays is None:
             return None
         return {k: arrays.get(k) for k in _ARRAYS}
@@ -226,7 +240,7 @@ class ChunkStore:
         """Store the scores of chunk ``chunk`` of ``stream`` (the pilot's), atomically."""
         path = self._path(stream, chunk)
         values = np.asarray(scores, dtype=float)
-        check = np.array(_checksum(self.digest, {"scores": values}))
+        check = np.array(_checksum(self.digest, path, {"scores": values}))
         write_atomic(path, lambda handle: np.savez(handle, scores=values, **{_CHECKSUM: check}))
 
     def load_scores(self, stream: str, chunk: int, shape: tuple[int, ...]) -> np.ndarray | None:

@@ -94,8 +94,8 @@ def _log_delta(eps: np.ndarray, mu: np.ndarray) -> np.ndarray:
 
 
 def _check_mu_values(mu: object) -> np.ndarray:
-    arr = np.asarray(mu, dtype=float)
-    if not np.isfinite(arr).all() or (arr < 0).any():
+    arr = check_eps_array(mu, "mu")
+    if not np.isfinite(arr).all():
         raise ValueError(f"mu must be in [0, inf), got {mu!r}")
     return arr
 
@@ -159,9 +159,7 @@ def gdp_mu(eps: float | np.ndarray, delta: float | np.ndarray) -> float | np.nda
     e = check_eps_array(eps)
     if not np.isfinite(e).all():
         raise ValueError(f"eps must be finite, got {eps!r}")
-    d = np.asarray(delta, dtype=float)
-    if np.isnan(d).any() or (d <= 0).any() or (d >= 1).any():
-        raise ValueError(f"delta must be in (0, 1), got {delta!r}")
+    d = check_array_in_unit_interval("delta", delta, low_open=True, high_open=True)
     e, d = np.broadcast_arrays(e, d)
     shape = e.shape
     e, d = e.astype(float).ravel(), d.astype(float).ravel()

@@ -88,6 +88,7 @@ from dpaudit.bounds.tradeoff import (
 __all__ = [
     "TAIL_MASS",
     "MAX_BINS",
+    "MAX_COMPOSITIONS",
     "Rounding",
     "DiscretePLD",
     "PLD",
@@ -109,6 +110,10 @@ __all__ = [
 TAIL_MASS = 1e-15
 #: Largest number of grid bins a PLD may hold; ``self_compose`` coarsens the grid to stay below.
 MAX_BINS = 2**22
+
+#: Most compositions :meth:`PLD.self_compose` takes: beyond 2^53 a count is no longer exact as
+#: a float, and the grid (coarsened to stay within MAX_BINS) could not be indexed.
+MAX_COMPOSITIONS = 2**53
 
 _BOUNDS = ("upper", "lower")
 # Hoeffding levels tried for every query; each gives a valid bound, the best one is kept.
@@ -362,7 +367,7 @@ class DiscretePLD:
         coarsened by an integer factor (see :meth:`coarsen`), so the result may have a larger
         :attr:`step` than ``self``.
         """
-        n = check_integer("n", n, minimum=1)
+        n = check_integer("n", n, minimum=1, maximum=MAX_COMPOSITIONS)
         return self.coarsen(self._coarsening_for(n))._power(n)
 
     def _coarsening_for(self, n: int) -> int:
@@ -566,7 +571,12 @@ class DiscretePLD:
             if r.random:
                 options.append((r.mean + r.mean_tol + radius, _CURVE_ETA + self._tail_mass))
             shift, slack = min(options, key=lambda o: (o[0], o[1]))
-        a = alpha * math.exp(shift)
+        try:
+            scale = math.exp(shift)
+        except OverflowError:  # 1e9 compositions or more: every vertex but alpha = 0 then
+            scale = math.inf  # lies past alpha = 1, where the curve is cut below
+        with np.errstate(invalid="ignore"):
+            a = np.where(alpha > 0.0, alpha * scale, 0.0)
         b = beta + slack
         if a[-1] > 1.0:
             b_end = float(np.interp(1.0, a, b))
@@ -745,7 +755,7 @@ class PLD:
     def self_compose(self, n: int) -> PLD:
         """PLD of ``n``-fold composition (repeated squaring in each order); both orders are
         coarsened by the same factor if needed (see :meth:`DiscretePLD.self_compose`)."""
-        n = check_integer("n", n, minimum=1)
+        n = check_integer("n", n, minimum=1, maximum=MAX_COMPOSITIONS)
         factor = max(order._coarsening_for(n) for order in self._orders())
         pq = self.pq.coarsen(factor)._power(n)
         qp = pq if self.symmetric else self.qp.coarsen(factor)._power(n)

@@ -21,6 +21,7 @@ import numpy as np
 from scipy import special
 
 from dpaudit._core.validation import (
+    as_float_array,
     check_choice,
     check_eps_array,
     check_integer,
@@ -204,8 +205,8 @@ class RDPCurve:
     name: str = "RDP"
 
     def __post_init__(self) -> None:
-        orders = np.asarray(self.orders, dtype=float)
-        eps = np.asarray(self.eps, dtype=float)
+        orders = as_float_array("orders", self.orders, "an array of Renyi orders")
+        eps = as_float_array("eps", self.eps, "an array of Renyi eps, one per order")
         if orders.ndim == 0:
             orders, eps = orders.reshape(1), eps.reshape(-1)
         if eps.shape != orders.shape:

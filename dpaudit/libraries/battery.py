@@ -64,7 +64,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from joblib import Parallel, delayed, effective_n_jobs
+from joblib import delayed, effective_n_jobs
 
 from dpaudit._core.numbers import format_number
 from dpaudit._core.provenance import versions
@@ -73,7 +73,9 @@ from dpaudit._core.validation import (
     check_n_jobs,
     check_positive,
     check_probability,
+    check_seed,
 )
+from dpaudit.audit.backends import worker_pool
 from dpaudit.audit.engine import FIRST_PHASE_TRIALS, audit_sequential, most_outputs, phase_trials
 from dpaudit.audit.limits import check_trials
 from dpaudit.audit.pair_search import SearchBudget, search_cost, search_inputs
@@ -400,7 +402,7 @@ def plan(
     trials = check_trials("trials", trials, minimum=2)
     screen_trials = check_trials("screen_trials", screen_trials, minimum=2)
     confidence = check_probability("confidence", confidence, low_open=True, high_open=True)
-    seed = check_integer("seed", seed, minimum=0)
+    seed = check_seed("seed", seed)
     finalists = check_integer("finalists", finalists)
     most = check_integer(
         "candidates", candidates if candidates is not None else 1 if quick else DEFAULT_CANDIDATES
@@ -1016,7 +1018,7 @@ def run(plan: Plan, *, progress: Callable[[str], None] | None = None, n_jobs: in
             _run_row(plan, i, library_version) for i in indices
         )
     else:
-        parallel = Parallel(n_jobs=n_jobs, return_as="generator")
+        parallel = worker_pool(n_jobs)
         results = parallel(delayed(_run_row)(plan, i, library_version, workers) for i in indices)
     records: list[dict[str, Any]] = []
     table: list[dict[str, Any]] = []

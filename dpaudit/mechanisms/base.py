@@ -95,8 +95,14 @@ class NeighbouringPair:
     description: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "d", np.asarray(self.d))
-        object.__setattr__(self, "d_prime", np.asarray(self.d_prime))
+        for side in ("d", "d_prime"):
+            try:
+                object.__setattr__(self, side, np.asarray(getattr(self, side)))
+            except ValueError:  # a ragged nesting such as [[1, 2], [3]]
+                raise ValueError(
+                    f"{side} must be a dataset (an array of records of one shape), got a "
+                    "ragged nesting"
+                ) from None
         relation = Relation(check_choice("relation", self.relation, RELATIONS))
         object.__setattr__(self, "relation", relation)
         nd = self.d.shape[0] if self.d.ndim else 1

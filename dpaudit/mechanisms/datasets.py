@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpaudit._core.validation import check_integer, check_positive, check_real
+from dpaudit._core.validation import check_integer, check_positive, check_real, check_seed
 
 __all__ = [
     "Dataset",
@@ -92,7 +92,7 @@ def synthetic(n: int = 1000, dim: int = 20, seed: int = 0) -> Dataset:
     from ``numpy.random.default_rng(seed)``."""
     n = check_integer("n", n, minimum=1)
     dim = check_integer("dim", dim, minimum=1)
-    seed = check_integer("seed", seed, minimum=0)
+    seed = check_seed("seed", seed)
     rng = np.random.default_rng(seed)
     w = rng.standard_normal(dim)
     w *= 2.0 / np.linalg.norm(w)

@@ -107,9 +107,10 @@ from dpaudit._core.validation import (
     check_integer,
     check_positive,
     check_probability,
+    check_seed,
 )
 from dpaudit.bounds import pld as pld_lib
-from dpaudit.bounds.pld import PLD
+from dpaudit.bounds.pld import MAX_COMPOSITIONS, PLD
 from dpaudit.bounds.rdp import RDPCurve
 from dpaudit.mechanisms.base import (
     Mechanism,
@@ -556,11 +557,11 @@ class DPSGD(Mechanism):
         self.canary_every = check_integer("canary_every", canary_every, minimum=1)
         self.init = check_choice("init", init, INITIALISATIONS)
         self.sigma = check_positive("sigma", sigma)
-        self.steps = check_integer("steps", steps, minimum=1)
+        self.steps = check_integer("steps", steps, minimum=1, maximum=MAX_COMPOSITIONS)
         self.clip = check_positive("clip", clip)
         self.learning_rate = check_positive("learning_rate", learning_rate)
         self.hidden = check_integer("hidden", hidden, minimum=1)
-        self.seed = check_integer("seed", seed, minimum=0)
+        self.seed = check_seed("seed", seed)
         if isinstance(dataset, Dataset):
             self.dataset, self.dataset_name = dataset, dataset.name
         elif dataset == "synthetic":

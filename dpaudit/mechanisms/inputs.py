@@ -31,7 +31,13 @@ from typing import Any
 
 import numpy as np
 
-from dpaudit._core.validation import check_choice, check_integer, check_positive, check_real
+from dpaudit._core.validation import (
+    check_choice,
+    check_integer,
+    check_positive,
+    check_real,
+    check_seed,
+)
 from dpaudit.mechanisms.base import RELATIONS, NeighbouringPair
 
 __all__ = [
@@ -276,7 +282,7 @@ class InputSpace:
         one axis away from it alternating with all the others in a random order drawn from
         ``seed`` (so a prefix of the list, which is what a budget buys, covers every axis value
         and mixes them)."""
-        seed = check_integer("seed", seed, minimum=0)
+        seed = check_seed("seed", seed)
         d = self.default
         axes: dict[str, list[Any]] = {
             "bounds": self._bounds(),

@@ -51,6 +51,7 @@ from dpaudit._core.validation import (
     check_integer,
     check_positive,
     check_probability,
+    check_seed,
 )
 from dpaudit.bounds import pld as pld_lib
 from dpaudit.bounds.gaussian_dp import gdp_mu
@@ -149,7 +150,7 @@ class NoisyMean(Mechanism):
             )
         self.noise = check_choice("noise", noise, NOISES)
         self.calibration = check_choice("calibration", calibration, CALIBRATIONS)
-        self.seed = check_integer("seed", seed, minimum=0)
+        self.seed = check_seed("seed", seed)
         self._given = {"sigma": sigma, "scale": scale, "mu": mu, "eps": eps, "delta": delta}
         self.sigma: float | None = None
         self.scale: float | None = None

@@ -40,7 +40,13 @@ from typing import Any
 
 import numpy as np
 
-from dpaudit._core.validation import check_choice, check_integer, check_real
+from dpaudit._core.validation import (
+    check_choice,
+    check_integer,
+    check_positive,
+    check_real,
+    check_seed,
+)
 from dpaudit.mechanisms.base import RELATIONS, NeighbouringPair
 from dpaudit.mechanisms.inputs import (
     DTYPES,
@@ -93,6 +99,7 @@ def record_pairs(
     check_choice("relation", relation, RELATIONS)
     d = _records(dataset)
     random_pairs = check_integer("random_pairs", random_pairs, minimum=0)
+    seed = check_seed("seed", seed)
     vals = [np.asarray(v, dtype=float) for v in values]
     for v in vals:
         if v.shape != d.shape[1:]:
@@ -146,7 +153,9 @@ def answer_pairs(k: int, *, base: float = 1.0, shift: float = 1.0) -> list[Neigh
     for every position, that answer up and the others down, that answer up alone, that answer
     down alone. The first dataset is always ``[base] * k``."""
     k = check_integer("k", k, minimum=1)
-    a = np.full(k, float(base))
+    base = check_real("base", base)
+    shift = check_positive("shift", shift)
+    a = np.full(k, base)
     patterns: list[tuple[np.ndarray, str]] = [
         (np.full(k, shift), "all up"),
         (np.full(k, -shift), "all down"),
@@ -335,7 +344,7 @@ def rounding_pairs(
     lo, hi = _bounds(low, high)
     budget = check_integer("budget", budget, minimum=1)
     keep = check_integer("keep", keep, minimum=1, maximum=budget)
-    seed = check_integer("seed", seed, minimum=0)
+    seed = check_seed("seed", seed)
     if not callable(accumulate):
         raise ValueError(f"accumulate must be callable, got {type(accumulate).__name__}")
     allowed = hi - lo if relation == "replace_one" else max(abs(lo), abs(hi))
@@ -425,7 +434,7 @@ def random_pairs(
     n = check_integer("n", n, minimum=1)
     lo, hi = _bounds(low, high)
     budget = check_integer("budget", budget, minimum=1)
-    seed = check_integer("seed", seed, minimum=0)
+    seed = check_seed("seed", seed)
     rng = np.random.default_rng(seed)
 
     def draw(size: int) -> np.ndarray:
@@ -614,7 +623,7 @@ def space_candidates(
     An empty dictionary when ``space`` does not hold ``relation``.
     """
     check_choice("relation", relation, RELATIONS)
-    seed = check_integer("seed", seed, minimum=0)
+    seed = check_seed("seed", seed)
     if relation not in space.relations:
         return {}
     settings = space.settings(seed=seed)

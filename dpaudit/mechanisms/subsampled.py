@@ -46,7 +46,7 @@ import numpy as np
 from scipy.special import betaln, gammaln, logsumexp
 
 from dpaudit._core.device import has_twin
-from dpaudit._core.validation import check_integer, check_probability
+from dpaudit._core.validation import check_integer, check_memory, check_probability
 from dpaudit.bounds import pld as pld_lib
 from dpaudit.bounds import tradeoff
 from dpaudit.bounds.composition import amplify_by_subsampling
@@ -817,6 +817,13 @@ class FixedSizeSubsampled(_Subsampled):
         super().__init__(_require_mechanism(base, "FixedSizeSubsampled"), reference)
         self.population = check_integer("population", population, minimum=1)
         self.subsample_size = check_integer("size", size, minimum=1, maximum=self.population)
+        # Datasets hold exactly ``population`` records, each at least one float64.
+        check_memory(
+            "population",
+            self.population,
+            2 * 8 * self.population * max(1, int(np.size(self.reference))),
+            "its two datasets of that many records each",
+        )
 
     @property
     def rate(self) -> float:

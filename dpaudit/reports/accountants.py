@@ -26,9 +26,9 @@ from dpaudit.reports.figures import figure_png
 
 # The page style and table writers of the audit reports (shared, so both reports look alike).
 from dpaudit.reports.html import _CSS as CSS
-from dpaudit.reports.html import _frame_html as frame_html
-from dpaudit.reports.html import _img as figure_html
-from dpaudit.reports.markdown import _frame_markdown as frame_markdown
+from dpaudit.reports.html import frame_html
+from dpaudit.reports.html import html_figure as figure_html
+from dpaudit.reports.markdown import frame_markdown
 from dpaudit.reports.text import format_number
 from dpaudit.reports.writer import atomic_directory, check_output_directory
 

@@ -69,7 +69,7 @@ METHOD_STYLE: dict[str, dict[str, Any]] = {
     },
 }
 _OTHER_STYLE = {"color": "#666666", "linestyle": ":", "linewidth": 1.2, "zorder": 3.3}
-CLAIM_STYLE = {"color": "#d6191b", "linestyle": (0, (5, 3)), "linewidth": 1.3, "zorder": 4.0}
+CLAIM_STYLE = {"color": "#d6191b", "linestyle": (0, (5, 3)), "linewidth": 1.6, "zorder": 4.0}
 MEASURED_COLOR = "#2166ac"
 #: The measured curve: under every theory curve, and wider than all of them.
 MEASURED_STYLE = {"color": MEASURED_COLOR, "linewidth": 6.5, "zorder": 2.5}
@@ -79,6 +79,14 @@ D_PRIME_COLOR = "#d6604d"
 
 #: Longest line of a legend entry; longer labels wrap onto further lines.
 LEGEND_WRAP = 60
+
+
+def _claim_line() -> dict[str, Any]:
+    """:data:`CLAIM_STYLE` on a white edge, so that the claim shows on top of the theory curve
+    it often coincides with (the exact accountant's, say)."""
+    from matplotlib.patheffects import withStroke
+
+    return {**CLAIM_STYLE, "path_effects": [withStroke(linewidth=3.6, foreground="white")]}
 
 
 def _new_figure(figsize: tuple[float, float]) -> Figure:
@@ -110,8 +118,11 @@ def _trials_label(record: Mapping[str, Any]) -> str:
     return f"measured ({trials:,} trials each)" if isinstance(trials, int) else "measured"
 
 
-def _power_xy(alpha: np.ndarray, beta: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray]:
-    """``(alpha, 1 - beta)`` of a piecewise-linear curve for log axes.
+def _power_xy(
+    alpha: np.ndarray, beta: np.ndarray, floor: float, start: float = 0.0
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(alpha, 1 - beta)`` of a piecewise-linear curve for log axes, from ``alpha = start``
+    (at least ``floor``) on.
 
     The curve is resampled on a log-spaced grid (plus its vertices) before the transform: a
     straight segment, e.g. the randomised tests between the trivial test and the first
@@ -119,7 +130,8 @@ def _power_xy(alpha: np.ndarray, beta: np.ndarray, floor: float) -> tuple[np.nda
     """
     order = np.argsort(alpha, kind="stable")
     alpha, beta = alpha[order], beta[order]
-    grid = np.union1d(np.geomspace(floor, 1.0, 400), alpha[alpha >= floor])
+    start = max(floor, start)
+    grid = np.union1d(np.geomspace(start, 1.0, 400), alpha[alpha >= start])
     power = 1.0 - np.interp(grid, alpha, beta)
     keep = power >= floor
     return grid[keep], power[keep]
@@ -173,14 +185,20 @@ def plot_tradeoff(
 
 
 def _draw_curve(
-    ax: Axes, xy: tuple[np.ndarray, np.ndarray] | None, log: bool, floor: float, **style: Any
+    ax: Axes,
+    xy: tuple[np.ndarray, np.ndarray] | None,
+    log: bool,
+    floor: float,
+    start: float = 0.0,
+    **style: Any,
 ) -> None:
-    """One curve of the plane (``beta`` against ``alpha``, or power on log axes)."""
+    """One curve of the plane (``beta`` against ``alpha``, or power on log axes from
+    ``alpha = start`` on)."""
     if xy is None:
         return
     a, b = xy
     if log:
-        a, b = _power_xy(a, b, floor)
+        a, b = _power_xy(a, b, floor, start)
     ax.plot(a, b, **style)
 
 
@@ -223,7 +241,20 @@ def _draw_curves(ax: Axes, record: dict[str, Any], log: bool, floor: float) -> N
     """The measured curve, the theory curves and the claim, from the bottom up
     (:data:`METHOD_STYLE`)."""
     xy = _xy((record.get("empirical") or {}).get("curve"), "alpha", "beta")
-    _draw_curve(ax, xy, log, floor, label=_trials_label(record), **MEASURED_STYLE)
+    # Below its first test with alpha > 0 (at least 1/n) the measured curve is only the chord
+    # from alpha = 0, which on log axes would stand above a theory curve it does not refute.
+    start = float(np.min(xy[0][xy[0] > 0], initial=1.0)) if xy is not None else 0.0
+    _draw_curve(ax, xy, log, floor, start, label=_trials_label(record), **MEASURED_STYLE)
+    trials = record.get("trials")
+    if log and isinstance(trials, int) and trials > 0:
+        ax.axvline(
+            1.0 / trials,
+            color="#888888",
+            linestyle=(0, (1, 2)),
+            linewidth=1.0,
+            zorder=3.95,  # dotted and thin over the curves, like the diagonal: it hides none
+            label=f"α = 1/n: no smaller α > 0 is measured with n = {trials:,} trials",
+        )
     for method, entry in (record.get("theory") or {}).items():
         xy = _xy(entry.get("tradeoff"), "alpha", "beta")
         style = METHOD_STYLE.get(method, _OTHER_STYLE)
@@ -231,7 +262,7 @@ def _draw_curves(ax: Axes, record: dict[str, Any], log: bool, floor: float) -> N
     claim = record.get("claim")
     if claim:
         xy = _xy(claim.get("tradeoff"), "alpha", "beta")
-        _draw_curve(ax, xy, log, floor, label=f"claim: {claim_label(record)}", **CLAIM_STYLE)
+        _draw_curve(ax, xy, log, floor, label=f"claim: {claim_label(record)}", **_claim_line())
 
 
 def _mark_point(
@@ -350,7 +381,7 @@ def plot_privacy_profile(result: Any, ax: Axes | None = None, *, legend: bool = 
         draw(entry, label=_method_label(method), **METHOD_STYLE.get(method, _OTHER_STYLE))
     claim = record.get("claim")
     if claim:
-        draw(claim, label=f"claim: {claim_label(record)}", **CLAIM_STYLE)
+        draw(claim, label=f"claim: {claim_label(record)}", **_claim_line())
 
     profile = _xy((record.get("empirical") or {}).get("profile"), "delta", "epsilon")
     if profile is not None:
@@ -486,11 +517,15 @@ def plot_histogram(result: Any, ax: Axes | None = None, *, legend: bool = True) 
     return ax
 
 
-def _legend_below(fig: Figure, ax: Axes, ncols: int) -> None:
-    """One legend under the figure for the curves of ``ax``: labels wrapped at
-    :data:`LEGEND_WRAP` characters, in as many columns (at most ``ncols``) as the figure's
-    width holds, so that no entry runs off the figure."""
+def _legend_below(fig: Figure, ax: Axes, ncols: int, also: Axes | None = None) -> None:
+    """One legend under the figure for the curves of ``ax`` (and those of ``also`` that ``ax``
+    lacks): labels wrapped at :data:`LEGEND_WRAP` characters, in as many columns (at most
+    ``ncols``) as the figure's width holds, so that no entry runs off the figure."""
     handles, labels = ax.get_legend_handles_labels()
+    if also is not None:
+        for handle, label in zip(*also.get_legend_handles_labels(), strict=True):
+            if label not in labels:
+                handles, labels = [*handles, handle], [*labels, label]
     labels = ["\n".join(textwrap.wrap(label, LEGEND_WRAP)) for label in labels]
     for n in range(ncols, 0, -1):
         legend = fig.legend(
@@ -508,7 +543,7 @@ def tradeoff_figure(result: Any) -> Figure:
     left, right = fig.subplots(1, 2)
     plot_tradeoff(record, left, scale="linear", legend=False)
     plot_tradeoff(record, right, scale="log", legend=False)
-    _legend_below(fig, left, ncols=3)
+    _legend_below(fig, left, ncols=3, also=right)
     # A long audit name wraps onto a few lines instead of running off the figure.
     title = "\n".join(textwrap.wrap(str(record.get("name", "")), 100)[:3])
     fig.suptitle(title, fontsize=12, fontweight="bold")
@@ -576,6 +611,46 @@ def battery_figure(battery: Mapping[str, Any]) -> Figure:
     ax.set_title(f"{battery.get('library', 'library')}: every row of the battery", fontsize=10)
     ax.grid(True, axis="x", color="#e5e5e5", linewidth=0.6)
     return fig
+
+
+def one_run_figure(name: str, result: Any) -> Figure:
+    """The guesses of a one-run audit (a :class:`~dpaudit.audit.one_run.OneRunResult`): the
+    share of correct guesses among the ``k`` most confident ones, for every total ``k`` tested,
+    beside the share that guessing by chance gets and the ceiling (every guess correct); the
+    total behind the bound is marked."""
+    counts = np.asarray(result.counts, dtype=float).reshape(-1, 2)
+    ax = _new_axes((6.4, 4.4))
+    chance = 0.5 if result.sides == "both" else result.included / result.m
+    if counts.size:
+        ax.plot(
+            counts[:, 0],
+            counts[:, 1] / counts[:, 0],
+            marker="o",
+            color=MEASURED_COLOR,
+            label="correct among the k most confident guesses",
+        )
+    ceiling = {"color": "#222222", "linestyle": "--", "linewidth": 1.0, "zorder": 1.5}
+    ax.axhline(1.0, **ceiling, label="ceiling: every guess correct")
+    ax.axhline(chance, color="#888888", linestyle=":", label="guessing by chance")
+    if result.guesses:
+        ax.plot(
+            [result.guesses],
+            [result.correct / result.guesses],
+            marker="o",
+            markersize=10,
+            linestyle="none",
+            color=CLAIM_STYLE["color"],
+            markeredgecolor="white",
+            zorder=5,
+            label=f"the bound's {result.guesses:,} guesses ({result.correct:,} correct)",
+        )
+    ax.set_xscale("log")
+    ax.set_ylim(0.0, 1.05)
+    ax.set_xlabel(f"guesses k (of {result.m:,} canaries)")
+    ax.set_ylabel("share of correct guesses")
+    _finish_axes(ax, "\n".join(textwrap.wrap(f"Guesses of {name}", 70)[:2]), legend=False)
+    _legend_below(ax.figure, ax, ncols=2)
+    return ax.figure
 
 
 def figure_png(fig: Figure, dpi: int = 110) -> bytes:

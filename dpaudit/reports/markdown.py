@@ -23,7 +23,7 @@ from dpaudit.reports.text import (
 if TYPE_CHECKING:  # pandas is imported where a table is built
     import pandas as pd
 
-__all__ = ["inline_markdown", "render_markdown"]
+__all__ = ["frame_markdown", "inline_markdown", "render_markdown"]
 
 
 #: Characters that could start Markdown markup, escaped with a backslash in user text.
@@ -47,7 +47,9 @@ def inline_markdown(text: Any) -> str:
     return "".join(_ENTITIES.get(ch, ch) for ch in out)
 
 
-def _frame_markdown(frame: pd.DataFrame) -> str:
+def frame_markdown(frame: pd.DataFrame) -> str:
+    """``frame`` as a Markdown table, cells formatted by
+    :func:`~dpaudit.reports.tables.format_cell` and escaped by :func:`inline_markdown`."""
     header = "| " + " | ".join(inline_markdown(str(c)) for c in frame.columns) + " |"
     rule = "|" + "|".join(" --- " for _ in frame.columns) + "|"
     lines = [header, rule]
@@ -70,7 +72,7 @@ def _section(record: Mapping[str, Any], figures: Mapping[str, str]) -> str:
     ):
         if key in figures:
             lines += [f"![{caption} of {name}]({figures[key]})", ""]
-    lines += ["### Lower bounds against theory", "", _frame_markdown(bounds_table(record)), ""]
+    lines += ["### Lower bounds against theory", "", frame_markdown(bounds_table(record)), ""]
     reach = reach_note(record)
     lines += [BOUNDS_TABLE_NOTE, ""] + ([inline_markdown(reach), ""] if reach else [])
     lines += [
@@ -122,7 +124,7 @@ def render_markdown(
         *(
             _battery_head(battery, summary_path)
             if battery is not None
-            else [_frame_markdown(index_table(records)), ""]
+            else [frame_markdown(index_table(records)), ""]
         ),
     ]
     sections = [_section(r, f) for r, f in zip(records, figures, strict=True)]

@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,7 @@ import numpy as np
 
 from dpaudit._core.jsonvalues import from_json_value, to_json_value
 from dpaudit._core.provenance import __version__, versions
-from dpaudit._core.validation import check_choice, check_input_file, check_probability
+from dpaudit._core.validation import check_choice, check_deltas, check_input_file, check_text
 from dpaudit.audit import frames
 from dpaudit.bounds.tradeoff import TradeoffCurve
 from dpaudit.mechanisms.base import METHOD_KINDS, Mechanism
@@ -280,7 +281,9 @@ def build_record(
         The spec table the audit was run from, kept verbatim.
     """
     mechanism = mechanism if mechanism is not None else getattr(result, "mechanism", None)
-    deltas = list(dict.fromkeys(check_probability("delta", d, high_open=True) for d in deltas))
+    deltas = list(dict.fromkeys(check_deltas("deltas", deltas)))
+    if name is not None:
+        name = check_text("name", name)
     record: dict[str, Any] = dict(result.to_dict())
     described = record.get("mechanism")
     if claim is not None and isinstance(described, Mapping):
@@ -400,6 +403,8 @@ def results_document(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 def load_results(path: str | Path) -> dict[str, Any]:
     """Read a ``results.json`` (or a directory holding one) and check its shape."""
+    if not isinstance(path, str | os.PathLike):
+        raise ValueError(f"path must be the path of a results.json, got {path!r}"[:300])
     path = Path(path)
     if path.is_dir():
         path = path / "results.json"

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dpaudit._core.validation import check_nonnegative, check_probability
+from dpaudit._core.validation import check_deltas, check_nonnegative
 from dpaudit.audit.accountant.result import P_VALUE_FLOOR
 from dpaudit.audit.benchmark import summarize_benchmark
 from dpaudit.mechanisms.base import METHOD_KINDS, Mechanism
@@ -251,6 +251,7 @@ BOUND_COLUMNS = {
     "lower bound": "down",
     "ε lower bound": "down",
     "μ lower bound": "down",
+    "ε ceiling": "up",
     "lower": "down",
     "true delta >=": "down",
     "ratio": "down",
@@ -284,7 +285,7 @@ def theory_table(
     in ``note``."""
     import pandas as pd
 
-    deltas = [check_probability("delta", d) for d in deltas]
+    deltas = check_deltas("deltas", deltas, high_open=False)
     eps = [check_nonnegative("eps", e) for e in eps]
     rows = []
     for method in mechanism.theory_methods:

@@ -32,7 +32,13 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-from dpaudit._core.validation import check_choice, check_writable_directory
+from dpaudit._core.heartbeat import doing
+from dpaudit._core.validation import (
+    check_choice,
+    check_integer,
+    check_text,
+    check_writable_directory,
+)
 from dpaudit.reports.figures import FIGURE_KEYS, audit_figures, battery_figure, figure_png
 from dpaudit.reports.html import render_html
 from dpaudit.reports.markdown import render_markdown
@@ -44,11 +50,18 @@ __all__ = [
     "check_output_directory",
     "FIGURES",
     "REPORT_FILES",
+    "slug",
+    "MIN_DPI",
+    "MAX_DPI",
     "STALE_SECONDS",
 ]
 
 #: The files of a report directory (figures go to ``figures/``).
 REPORT_FILES = ("index.html", "README.md", "results.json")
+
+#: Range of the figures' resolution (dots per inch) that :func:`write` draws at: below it text
+#: cannot be rendered, above it a figure exceeds the image size a PNG may have.
+MIN_DPI, MAX_DPI = 10, 1200
 
 #: A writer's temporary directory whose process cannot be checked counts as abandoned when
 #: nothing in it has changed for this many seconds (writing a report takes seconds to minutes).
@@ -186,19 +199,23 @@ def atomic_directory(path: str | Path) -> Iterator[Path]:
             shutil.rmtree(old, ignore_errors=True)
         else:
             os.replace(tmp, path)
+    except OSError as exc:  # a full disk, say: named by the report, not its temporary files
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
         _WRITING.difference_update((tmp.name, old.name))
 
 
-def _slug(name: str, taken: set[str]) -> str:
+def slug(name: str, taken: set[str]) -> str:
+    """``name`` as a file name of a report's figures: letters, digits, ``.``, ``_`` and ``-``,
+    made distinct from the names in ``taken`` (and added to them)."""
     base = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.") or "audit"
-    slug, i = base, 2
-    while slug in taken:
-        slug, i = f"{base}-{i}", i + 1
-    taken.add(slug)
-    return slug
+    out, i = base, 2
+    while out in taken:
+        out, i = f"{base}-{i}", i + 1
+    taken.add(out)
+    return out
 
 
 def _document(results: Any) -> dict[str, Any]:
@@ -277,6 +294,9 @@ def write(
     (:func:`~dpaudit.reports.batteries.refuted_lines`, the lines ``dpaudit library`` prints),
     the violated rows that refute no claim, the summary figure and the table of rows.
     """
+    if title is not None:
+        title = check_text("title", title)
+    dpi = check_integer("dpi", dpi, minimum=MIN_DPI, maximum=MAX_DPI)
     document = _document(results)
     records = document["audits"]
     battery = document.get("battery")
@@ -288,7 +308,7 @@ def write(
     check_output_directory(path)
     text = json.dumps(document, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
     taken: set[str] = set()
-    slugs = [_slug(str(r.get("name", "audit")), taken) for r in records]
+    slugs = [slug(str(r.get("name", "audit")), taken) for r in records]
     tell = progress if progress is not None else (lambda line: None)
     count = sum(bool(keys) for keys in drawn) + (battery is not None)
     with atomic_directory(path) as tmp:
@@ -298,17 +318,19 @@ def write(
         summary: tuple[bytes, str] | None = None
         if battery is not None:
             tell(f"figure 1/{count}: the summary of {len(battery.get('rows', []))} rows")
-            summary = (figure_png(battery_figure(battery), dpi=dpi), "figures/summary.png")
+            with doing("drawing the report's summary figure"):
+                summary = (figure_png(battery_figure(battery), dpi=dpi), "figures/summary.png")
             (tmp / summary[1]).write_bytes(summary[0])
         done = int(battery is not None)
-        for record, slug, keys in zip(records, slugs, drawn, strict=True):
+        for record, stem, keys in zip(records, slugs, drawn, strict=True):
             pngs.append({})
             if keys:
                 done += 1
                 tell(f"figure {done}/{count}: {record.get('name', 'audit')}")
-                drawn_now = audit_figures(record, keys)
-                pngs[-1] = {k: figure_png(f, dpi=dpi) for k, f in drawn_now.items()}
-            paths.append({key: f"figures/{slug}-{key}.png" for key in pngs[-1]})
+                with doing(f"drawing the report's figures: figure {done:,} of {count:,}"):
+                    drawn_now = audit_figures(record, keys)
+                    pngs[-1] = {k: figure_png(f, dpi=dpi) for k, f in drawn_now.items()}
+            paths.append({key: f"figures/{stem}-{key}.png" for key in pngs[-1]})
             for key, rel in paths[-1].items():
                 (tmp / rel).write_bytes(pngs[-1][key])
         version = str(document.get("dpaudit_version", ""))

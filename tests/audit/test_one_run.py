@@ -708,7 +708,7 @@ def test_values_that_are_not_finite_are_null():
         steps=10,
     )
     record = json.loads(r.to_json())
-    assert record["bound"] is None and record["ceiling"] is None
+    assert record["tested"] == {"parameter": "sigma", "bound": None, "ceiling": None}
     assert record["epsilon_lower_bound"] == 0.0
 
 

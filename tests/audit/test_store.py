@@ -181,6 +181,31 @@ def test_a_file_from_another_audits_store_is_not_taken(tmp_path):
         assert second.load("evaluation", 0) is None
 
 
+def test_a_batch_whose_counts_do_not_add_up_to_its_trials_is_not_taken(tmp_path):
+    """A batch is read only if its counts add up, on each dataset, to the trials it holds."""
+    store = ChunkStore(tmp_path / "s", {"seed": 1})
+    store.save("evaluation", 0, {"counts": np.array([[3, 7], [5, 5]], dtype=np.int64)})
+    assert store.load("evaluation", 0, 10)["counts"].sum() == 20
+    with pytest.warns(RuntimeWarning, match=r"counts add up to \[10, 10\], not 12 trials each"):
+        assert store.load("evaluation", 0, 12) is None
+    assert not list((tmp_path / "s").glob("evaluation-*"))
+
+
+def test_a_batch_copied_over_another_of_the_same_audit_is_not_taken(tmp_path):
+    """``evaluation-...000.npz`` copied onto a later batch of the same audit used to be read
+    (its checksum keyed by the audit only), moving eps without a word. The checksum binds a
+    file to its stream and first chunk too: the copy is reported, removed, drawn again, and the
+    resumed audit equals one never interrupted."""
+    m = Gaussian(1.0)
+    plain = dpaudit.audit_mechanism(m, trials=300_000, seed=9, chunk_size=4096)
+    dpaudit.audit_mechanism(m, trials=300_000, seed=9, chunk_size=4096, store=tmp_path)
+    first, *_, later = sorted(tmp_path.glob("evaluation-*.npz"))[:-1]  # the same size of batch
+    later.write_bytes(first.read_bytes())
+    with pytest.warns(RuntimeWarning, match=f"{later.name} is damaged .*checksum"):
+        again = dpaudit.audit_mechanism(m, trials=300_000, seed=9, chunk_size=4096, store=tmp_path)
+    assert _record(again) == _record(plain)
+
+
 # --- the engine with a store ----------------------------------------------------------------
 
 

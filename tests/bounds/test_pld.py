@@ -676,3 +676,17 @@ def test_auto_step():
 def test_wrong_input_raises_value_error_naming_the_parameter(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+def test_a_billion_compositions_draw_their_curve_instead_of_overflowing():
+    """DP-SGD's subsampled Gaussian composed 10^9 times (``dpaudit scores --one-run --family
+    dpsgd --steps 99999999999`` composes 10^11): the vertices' shift exceeds e^709, which used to
+    raise OverflowError. Every vertex but alpha = 0 then lies beyond alpha = 1, so the lower
+    bound is cut there: it stays below the upper bound of the same PLD, a valid curve."""
+    composed = pld.poisson_subsampled_gaussian(5.0, rate=0.1).self_compose(10**9)
+    lower, upper = composed.tradeoff("lower"), composed.tradeoff("upper")
+    alpha = np.linspace(0.0, 1.0, 101)
+    assert np.all(np.isfinite(lower(alpha))) and np.all(lower(alpha) <= upper(alpha) + 1e-12)
+    assert np.all(lower(alpha) <= 1.0 - alpha + 1e-12)
+    with pytest.raises(ValueError, match=r"n must be an integer in \[1, 9007199254740992\]"):
+        composed.self_compose(10**40)

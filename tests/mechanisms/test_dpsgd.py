@@ -490,7 +490,7 @@ def test_membership_loss_of_the_target_in_both_orders():
         ({"rate": 0.0}, r"rate must be in \(0, 1\]"),
         ({"rate": None}, "needs rate"),
         ({"batch_size": 5}, "batch_size is for sampling='fixed'"),
-        ({"steps": 0}, r"steps must be an integer in \[1, inf\)"),
+        ({"steps": 0}, r"steps must be an integer in \[1, 9007199254740992\]"),
         ({"clip": -1.0}, r"clip must be in \(0, inf\)"),
         ({"learning_rate": 0.0}, r"learning_rate must be in \(0, inf\)"),
         ({"sampling": "shuffle"}, "sampling must be one of"),

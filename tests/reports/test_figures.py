@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from dpaudit.reports.figures import figure_png, tradeoff_figure, witness_point
@@ -168,4 +169,28 @@ def test_the_guide_describes_the_figures_as_they_are_drawn(violated_record):
         "claim",
         "test behind the ε bound at δ = 1e-05",
         "witness",
+        "α = 1/n",
     }, drawn
+
+
+def test_the_small_alpha_panel_draws_no_measurement_below_what_the_trials_resolve(small_result):
+    """Below its first test with alpha > 0 (at least 1/n) the measured curve is only the chord
+    from alpha = 0: drawn on log axes it stood above the theory curve of a consistent audit,
+    reading as a violation. It now starts at that test, 1/n is marked, and the claim, which
+    often is the exact theory's curve, is drawn on a white edge so that it shows on top of it."""
+    from dpaudit.reports.figures import plot_tradeoff
+    from dpaudit.reports.records import build_record
+
+    mechanism = small_result.mechanism
+    record = build_record(small_result, claim=mechanism.tradeoff("exact"))
+    assert record["verdict"] == "consistent"
+    n = record["trials"]
+    lines = plot_tradeoff(record, scale="log").get_lines()
+    measured = next(line for line in lines if line.get_label().startswith("measured"))
+    alpha = np.asarray(record["empirical"]["curve"]["alpha"], dtype=float)
+    assert measured.get_xdata().min() == pytest.approx(alpha[alpha > 0].min())
+    assert measured.get_xdata().min() >= 1.0 / n
+    resolution = next(line for line in lines if line.get_label().startswith("α = 1/n"))
+    assert resolution.get_xdata()[0] == pytest.approx(1.0 / n)
+    claim = next(line for line in lines if line.get_label().startswith("claim:"))
+    assert claim.get_path_effects(), "the claim needs its white edge"

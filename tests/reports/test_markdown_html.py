@@ -156,3 +156,41 @@ def test_no_word_of_a_table_cell_breaks_across_lines_in_chromium(tmp_path, viola
     found = re.search(r'data-split="([^"]*)"', dom)
     assert found is not None, dom[-2000:]
     assert json.loads(html.unescape(found.group(1))) == []
+
+
+def test_the_one_run_report_tells_one_story_in_every_format(tmp_path, capsys):
+    """The one-run report's HTML was unstyled, without a figure or the Markdown's note, and
+    ``ceiling`` meant eps in the terminal and the HTML but the family's mu in results.json; no
+    ``report:`` path was printed. Now: the report's style, the guesses' figure in both formats,
+    one note, the same rounded numbers under the same names, and no bare ``ceiling``."""
+    import numpy as np
+
+    from dpaudit import cli
+    from dpaudit.audit.one_run import simulate_one_run
+    from dpaudit.reports.one_run import ONE_RUN_NOTE
+
+    scores, included = simulate_one_run(1000, 2.0, seed=1)
+    table = tmp_path / "canaries.csv"
+    rows = "".join(f"{float(s)!r},{i}\n" for s, i in zip(scores, included, strict=True))
+    table.write_text("score,member\n" + rows)
+    out = tmp_path / "out"
+    argv = ["scores", str(table), "--one-run", "--family", "gdp", "-o", str(out)]
+    assert cli.main(argv) == cli.EXIT_OK
+    line = capsys.readouterr().out
+    eps = re.search(r"eps >= (\S+) at", line)[1]
+    ceiling = re.search(r"eps ceiling (\S+)\)", line)[1]
+    assert f"report: {out / 'index.html'}" in line
+    page = (out / "index.html").read_text()
+    readme = (out / "README.md").read_text()
+    assert "<style>" in page and "data:image/png;base64," in page
+    assert html.escape(ONE_RUN_NOTE) in page and ONE_RUN_NOTE in readme
+    figures = list((out / "figures").glob("*.png"))
+    assert len(figures) == 1 and f"(figures/{figures[0].name})" in readme
+    assert "ε ceiling" in page and f">{eps}</td>" in page and f">{ceiling}</td>" in page
+    assert "ε ceiling" in readme and f"| {eps} |" in readme and f"| {ceiling} |" in readme
+    (record,) = json.loads((out / "results.json").read_text())["one_run"].values()
+    assert "ceiling" not in record and "bound" not in record
+    assert record["tested"]["parameter"] == "mu"
+    assert float(eps) <= record["epsilon_lower_bound"] < float(eps) + 1e-3
+    assert float(ceiling) >= record["epsilon_ceiling"] > float(ceiling) - 1e-3
+    assert np.isfinite(record["epsilon_ceiling"])

@@ -10,7 +10,13 @@ from typing import Any
 import numpy as np
 
 from dpaudit._core.streams import chunk_generator
-from dpaudit._core.validation import check_integer, check_n_jobs, check_probability
+from dpaudit._core.validation import (
+    as_float_array,
+    check_integer,
+    check_n_jobs,
+    check_probability,
+    check_seed,
+)
 from dpaudit.accountants.claims import Claim
 from dpaudit.accountants.convert import as_claim
 from dpaudit.accountants.libraries import AccountantUnavailable
@@ -25,6 +31,7 @@ from dpaudit.audit.accountant.estimators import (
     _tasks,
 )
 from dpaudit.audit.accountant.result import AccountantAudit, _unavailable
+from dpaudit.audit.backends import worker_pool
 from dpaudit.audit.engine import default_chunk_size
 from dpaudit.audit.importance import LossTilt, loss_tilt
 from dpaudit.mechanisms.base import METHOD_KINDS, NeighbouringPair
@@ -56,7 +63,7 @@ def _claims(claimed: Any, mechanism: Any) -> dict[str, Claim | Exception]:
 
 # --------------------------------------------------------------------------------------- grid
 def _check_epsilons(epsilons: Any) -> np.ndarray:
-    eps = np.atleast_1d(np.asarray(epsilons, dtype=float))
+    eps = np.atleast_1d(as_float_array("epsilons", epsilons))
     if eps.ndim != 1 or eps.size == 0 or not np.isfinite(eps).all() or (eps < 0).any():
         raise ValueError(
             f"epsilons must be a non-empty 1-d sequence of finite numbers >= 0, got {epsilons!r}"
@@ -137,7 +144,7 @@ def _values_per_output(model: Any, pair: NeighbouringPair, seed: int) -> int:
 
 def _sample_orders(job: _Job, trials: int, n_jobs: int, progress: bool | None) -> tuple:
     """The summed tallies of both orders, chunk tasks run by ``joblib`` and added in order."""
-    from joblib import Parallel, delayed
+    from joblib import delayed
     from tqdm import tqdm
 
     chunk_size = job.chunk_size
@@ -155,7 +162,7 @@ def _sample_orders(job: _Job, trials: int, n_jobs: int, progress: bool | None) -
         desc=f"{getattr(job.mechanism, 'name', 'mechanism')} (privacy loss)",
     )
     totals: list[dict | None] = [None, None]
-    with bar, Parallel(n_jobs=n_jobs, return_as="generator") as parallel:
+    with bar, worker_pool(n_jobs) as parallel:
         results = parallel(delayed(_run_task)(job, *task) for task in tasks)
         for (order, first, n_chunks, total), tally in zip(tasks, results, strict=True):
             totals[order] = _add(totals[order], tally)
@@ -218,7 +225,7 @@ def audit_accountant(
     """
     started = time.perf_counter()
     trials = check_integer("trials", trials, minimum=2)
-    seed = check_integer("seed", seed, minimum=0)
+    seed = check_seed("seed", seed)
     confidence = check_probability("confidence", confidence, low_open=True, high_open=True)
     _check_run_options(n_jobs, importance, progress)
     if not callable(getattr(mechanism, "sample", None)):
