@@ -165,9 +165,9 @@ def test_drawing_a_report_says_so_and_what_it_draws(quick_beats, tmp_path, monke
     results = _results(tmp_path, 2)
     drawn = writer.audit_figures
 
-    def slowly(record):
+    def slowly(record, keys):
         time.sleep(3 * BEAT)
-        return drawn(record)
+        return drawn(record, keys)
 
     monkeypatch.setattr(writer, "audit_figures", slowly)
     code, err, started, ended = _cli("report", results, "-o", tmp_path / "again")

@@ -103,7 +103,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import optimize, special
+from scipy import special
 
 from dpaudit._core.validation import check_integer, check_probability
 from dpaudit.audit.empirical import cumulative_errors
@@ -258,6 +258,8 @@ def kl_projection(
     hi = 1.0
     while side(hi)[1] < offset and hi < 1e300:
         hi *= 2.0
+    from scipy import optimize  # slow to import: only when a test is run
+
     m = optimize.brentq(lambda k: side(k)[1] - offset, 0.0, hi, xtol=1e-300, rtol=1e-15)
     while m > 0.0 and side(m)[1] > offset:  # the bet needs the point on the lower side
         m = float(np.nextafter(m, 0.0))

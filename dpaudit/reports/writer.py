@@ -322,12 +322,14 @@ def write(
                 summary = (figure_png(battery_figure(battery), dpi=dpi), "figures/summary.png")
             (tmp / summary[1]).write_bytes(summary[0])
         done = int(battery is not None)
+        audits = sum(bool(keys) for keys in drawn)
         for record, stem, keys in zip(records, slugs, drawn, strict=True):
             pngs.append({})
             if keys:
                 done += 1
                 tell(f"figure {done}/{count}: {record.get('name', 'audit')}")
-                with doing(f"drawing the report's figures: figure {done:,} of {count:,}"):
+                index = done - int(battery is not None)
+                with doing(f"drawing the report's figures: audit {index:,} of {audits:,}"):
                     drawn_now = audit_figures(record, keys)
                     pngs[-1] = {k: figure_png(f, dpi=dpi) for k, f in drawn_now.items()}
             paths.append({key: f"figures/{stem}-{key}.png" for key in pngs[-1]})
