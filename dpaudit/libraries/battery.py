@@ -83,7 +83,13 @@ from dpaudit.bounds.tradeoff import TradeoffCurve, approx_dp
 from dpaudit.mechanisms.base import RELATIONS, NeighbouringPair
 from dpaudit.mechanisms.blackbox import BlackBox, describe_outputs
 from dpaudit.mechanisms.inputs import Candidate, InputSpace, Setting, shown_number
-from dpaudit.mechanisms.pairs import space_candidates, subsample
+from dpaudit.mechanisms.pairs import (
+    boundary_pairs,
+    random_pairs,
+    rounding_pairs,
+    space_candidates,
+    subsample,
+)
 from dpaudit.reports.batteries import battery_markdown, row_evidence
 from dpaudit.reports.records import build_record, results_document
 from dpaudit.reports.writer import write
@@ -96,8 +102,10 @@ __all__ = [
     "NOT_REPRODUCIBLE",
     "Plan",
     "Row",
+    "RANDOM_BUDGET",
     "approx_dp_claim",
     "audit_draws",
+    "bounded_pairs",
     "plan",
     "run",
 ]
@@ -107,6 +115,24 @@ NOT_REPRODUCIBLE = "not reproducible by seed"
 
 #: ``fn(dataset, size, rng) -> size outputs``: how a function of a library is called.
 Release = Callable[[np.ndarray, int, np.random.Generator], Any]
+
+#: Pairs the ``random`` generator draws for a function of a library module.
+RANDOM_BUDGET = 8
+
+
+def bounded_pairs(
+    n: int, low: float, high: float, relation: str, *, rounding: bool
+) -> dict[str, Sequence[NeighbouringPair]]:
+    """The pairs of a statistic of ``n`` records in ``[low, high]`` under ``relation``: the
+    ``boundary`` generator's, the ``rounding`` generator's when the statistic sums floats
+    (``rounding``), and :data:`RANDOM_BUDGET` of the ``random`` generator's."""
+    out: dict[str, Sequence[NeighbouringPair]] = {
+        "boundary": boundary_pairs(n, low, high, relation=relation)
+    }
+    if rounding:
+        out["rounding"] = rounding_pairs(n, low, high, relation=relation)
+    out["random"] = random_pairs(n, low, high, relation=relation, budget=RANDOM_BUDGET)
+    return out
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from dpaudit.libraries.battery import Function, Library, Release, approx_dp_claim
+from dpaudit.libraries.battery import RANDOM_BUDGET, Function, Library, Release, approx_dp_claim
 from dpaudit.mechanisms.base import NeighbouringPair
 from dpaudit.mechanisms.inputs import SPECIALS, InputSpace, Setting, powers_of_two
 from dpaudit.mechanisms.pairs import (
@@ -55,7 +55,6 @@ N = 10
 BOUNDS = (0.0, 1.0)
 #: Declared bounds of the integer sum, large enough that int64 overflows with four records.
 INT_BOUNDS = (0, 2**61)
-RANDOM_BUDGET = 8
 RELATIONS_SILENT = ("replace_one", "add_remove")
 
 #: Offsets of the bounds the search tries: zero and powers of two up to the float's range.

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from dpaudit.libraries.battery import Function, Library, Release, approx_dp_claim
+from dpaudit.libraries.battery import RANDOM_BUDGET, Function, Library, Release, approx_dp_claim
 from dpaudit.mechanisms.base import NeighbouringPair
 from dpaudit.mechanisms.pairs import record_pairs
 
@@ -37,7 +37,6 @@ __all__ = ["LIBRARY", "MODELS", "functions", "model"]
 #: Records per dataset of the models' pairs.
 N = 10
 RELATIONS_SILENT = ("replace_one", "add_remove")
-RANDOM_BUDGET = 8
 
 
 def _labelled(features: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -44,8 +44,7 @@ import numpy as np
 
 from dpaudit.bounds.rdp import ZCDP
 from dpaudit.bounds.tradeoff import approx_dp
-from dpaudit.libraries.battery import Claimed, Function, Library, Release
-from dpaudit.libraries.pydp import unit_pairs
+from dpaudit.libraries.battery import RANDOM_BUDGET, Claimed, Function, Library, Release
 from dpaudit.mechanisms.base import NeighbouringPair
 from dpaudit.mechanisms.inputs import InputSpace, Setting, powers_of_two
 from dpaudit.mechanisms.pairs import (
@@ -54,6 +53,7 @@ from dpaudit.mechanisms.pairs import (
     overflow_pairs,
     random_pairs,
     rounding_pairs,
+    unit_pairs,
 )
 
 __all__ = [
@@ -71,7 +71,6 @@ __all__ = [
 
 #: Records per dataset of the pipelines' pairs (and the size a mean is resized to).
 N = 10
-RANDOM_BUDGET = 8
 #: ``d_in`` of each relation under ``symmetric_distance``.
 D_IN = {"add_remove": 1, "replace_one": 2}
 

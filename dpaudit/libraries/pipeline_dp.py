@@ -31,10 +31,19 @@ from typing import Any
 
 import numpy as np
 
-from dpaudit.libraries.battery import Claimed, Function, Library, Release, approx_dp_claim
-from dpaudit.libraries.pydp import UNITS, unit_pairs
+from dpaudit.libraries.battery import (
+    Claimed,
+    Function,
+    Library,
+    Release,
+    approx_dp_claim,
+    bounded_pairs,
+)
 from dpaudit.mechanisms.base import NeighbouringPair
-from dpaudit.mechanisms.pairs import boundary_pairs, random_pairs, rounding_pairs
+from dpaudit.mechanisms.pairs import (
+    UNITS,
+    unit_pairs,
+)
 
 __all__ = ["LIBRARY", "aggregate", "functions", "select_partitions"]
 
@@ -42,7 +51,6 @@ __all__ = ["LIBRARY", "aggregate", "functions", "select_partitions"]
 N = 10
 #: Declared bounds of the records (``min_value``, ``max_value``).
 BOUNDS = (0.0, 1.0)
-RANDOM_BUDGET = 8
 #: The metrics of ``pipeline_dp.Metrics`` covered, and whether the rounding search applies.
 METRICS = {"COUNT": False, "PRIVACY_ID_COUNT": False, "SUM": True, "MEAN": True, "VARIANCE": False}
 #: The partition selection strategies covered (names of ``PartitionSelectionStrategy``).
@@ -130,13 +138,7 @@ def aggregate(
         return fn
 
     def pairs(relation: str) -> dict[str, Sequence[NeighbouringPair]]:
-        out: dict[str, Sequence[NeighbouringPair]] = {
-            "boundary": boundary_pairs(n, lo, hi, relation=relation)
-        }
-        if METRICS[metric]:
-            out["rounding"] = rounding_pairs(n, lo, hi, relation=relation)
-        out["random"] = random_pairs(n, lo, hi, relation=relation, budget=RANDOM_BUDGET)
-        return out
+        return bounded_pairs(n, lo, hi, relation, rounding=METRICS[metric])
 
     shown = f"epsilon={epsilon:g}, delta={delta:g}, noise={noise}, bounds=({lo:g}, {hi:g})"
     return Function(

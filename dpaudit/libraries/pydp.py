@@ -31,13 +31,22 @@ from typing import Any
 
 import numpy as np
 
-from dpaudit.libraries.battery import Claimed, Function, Library, Release, approx_dp_claim
+from dpaudit.libraries.battery import (
+    RANDOM_BUDGET,
+    Claimed,
+    Function,
+    Library,
+    Release,
+    approx_dp_claim,
+)
 from dpaudit.mechanisms.base import NeighbouringPair
 from dpaudit.mechanisms.pairs import (
+    UNITS,
     boundary_pairs,
     overflow_pairs,
     random_pairs,
     rounding_pairs,
+    unit_pairs,
 )
 
 __all__ = [
@@ -46,7 +55,6 @@ __all__ = [
     "functions",
     "mechanism",
     "partition_selection",
-    "unit_pairs",
 ]
 
 #: Records per dataset of the aggregations' pairs.
@@ -55,7 +63,6 @@ N = 10
 BOUNDS = (0.0, 1.0)
 #: Bounds of the int64 sum, large enough that four records overflow 64 bits.
 INT64_BOUNDS = (0, 2**61)
-RANDOM_BUDGET = 8
 RELATIONS_SILENT = ("replace_one", "add_remove")
 #: The aggregations of ``pydp.algorithms.laplacian`` that take bounds, and whether the rounding
 #: search applies (a sum is computed from the records).
@@ -216,23 +223,6 @@ def aggregation(
 
 #: The partition selection strategies of ``pydp.algorithms.partition_selection``.
 STRATEGIES = ("truncated_geometric", "laplace", "gaussian")
-#: Numbers of privacy units in a partition of the partition selection pairs: each against one
-#: unit more.
-UNITS = (1, 2, 4, 8, 12, 16, 24, 32)
-
-
-def unit_pairs(units: Sequence[int], what: str) -> list[NeighbouringPair]:
-    """``add_remove`` pairs of ``k`` records (integer zeros: all alike) against ``k + 1``, for
-    each ``k`` in ``units``: what a count of privacy units, and the threshold on it, sees."""
-    return [
-        NeighbouringPair(
-            np.zeros(k, dtype=np.int64),
-            np.zeros(k + 1, dtype=np.int64),
-            "add_remove",
-            f"{k} {what}, one added",
-        )
-        for k in units
-    ]
 
 
 def partition_selection(

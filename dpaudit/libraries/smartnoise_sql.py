@@ -36,10 +36,12 @@ from typing import Any
 
 import numpy as np
 
-from dpaudit.libraries.battery import Function, Library, Release, approx_dp_claim
-from dpaudit.libraries.pydp import UNITS, unit_pairs
+from dpaudit.libraries.battery import Function, Library, Release, approx_dp_claim, bounded_pairs
 from dpaudit.mechanisms.base import NeighbouringPair
-from dpaudit.mechanisms.pairs import boundary_pairs, random_pairs, rounding_pairs
+from dpaudit.mechanisms.pairs import (
+    UNITS,
+    unit_pairs,
+)
 
 __all__ = ["LIBRARY", "censored_count", "functions", "query"]
 
@@ -47,7 +49,6 @@ __all__ = ["LIBRARY", "censored_count", "functions", "query"]
 N = 10
 #: Declared bounds of the column ``x`` (``lower``, ``upper`` in the metadata).
 BOUNDS = (0.0, 1.0)
-RANDOM_BUDGET = 8
 #: The aggregates covered, and whether the rounding search applies.
 AGGREGATES = {"COUNT(*)": False, "SUM(x)": True, "AVG(x)": True, "VAR(x)": False}
 #: What a trial whose group SmartNoise censored releases (counts are never negative).
@@ -120,13 +121,7 @@ def query(
         return fn
 
     def pairs(relation: str) -> dict[str, Sequence[NeighbouringPair]]:
-        out: dict[str, Sequence[NeighbouringPair]] = {
-            "boundary": boundary_pairs(n, lo, hi, relation=relation)
-        }
-        if AGGREGATES[aggregate]:
-            out["rounding"] = rounding_pairs(n, lo, hi, relation=relation)
-        out["random"] = random_pairs(n, lo, hi, relation=relation, budget=RANDOM_BUDGET)
-        return out
+        return bounded_pairs(n, lo, hi, relation, rounding=AGGREGATES[aggregate])
 
     return Function(
         f"SELECT {aggregate} FROM t.t (epsilon={epsilon:g}, delta={delta:g}, "

@@ -58,6 +58,7 @@ from dpaudit.mechanisms.inputs import (
 )
 
 __all__ = [
+    "UNITS",
     "answer_pairs",
     "boundary_pairs",
     "overflow_pairs",
@@ -67,6 +68,7 @@ __all__ = [
     "space_candidates",
     "special_pairs",
     "subsample",
+    "unit_pairs",
 ]
 
 
@@ -671,3 +673,22 @@ def subsample(
         return pairs
     keep = np.sort(np.random.default_rng(seed).choice(len(pairs), size=budget, replace=False))
     return [pairs[int(i)] for i in keep]
+
+
+#: Numbers of privacy units in a partition of the partition selection pairs: each against one
+#: unit more.
+UNITS = (1, 2, 4, 8, 12, 16, 24, 32)
+
+
+def unit_pairs(units: Sequence[int], what: str) -> list[NeighbouringPair]:
+    """``add_remove`` pairs of ``k`` records (integer zeros: all alike) against ``k + 1``, for
+    each ``k`` in ``units``: what a count of privacy units, and the threshold on it, sees."""
+    return [
+        NeighbouringPair(
+            np.zeros(k, dtype=np.int64),
+            np.zeros(k + 1, dtype=np.int64),
+            "add_remove",
+            f"{k} {what}, one added",
+        )
+        for k in units
+    ]
