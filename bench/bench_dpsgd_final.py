@@ -36,7 +36,7 @@ DELTA = 1e-5
 
 
 def theory() -> None:
-    """The issue's two settings: last iterate against composition."""
+    """The two settings of the DP-SGD guide: last iterate against composition."""
     print("theory: eps(1e-5), certified [lower, upper], q = 0.01")
     for sigma, steps in ((1.0, 1000), (0.8, 2500)):
         mech = DPSGD(sigma=sigma, rate=0.01, steps=steps)

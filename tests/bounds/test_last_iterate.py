@@ -115,7 +115,7 @@ def test_the_last_iterate_is_never_less_private_than_the_composition(sigma, step
     assert last.epsilon(1e-5, "upper") < composed.epsilon(1e-5, "lower")
 
 
-def test_the_issue_figures_last_iterate_against_composition():
+def test_the_documented_figures_last_iterate_against_composition():
     """eps(1e-5) of the last iterate and of the composition (docs/guide/dpsgd.md states them):
     q = 0.01, sigma = 1, T = 1000: 1.278 against 1.828; sigma = 0.8, T = 2500: 2.700 against
     4.77 to 4.79. The brackets are the certified lower and upper values."""
