@@ -59,6 +59,7 @@ import numpy as np
 from dpaudit._core.files import write_atomic
 from dpaudit._core.numbers import format_number
 from dpaudit._core.validation import (
+    check_deltas,
     check_integer,
     check_n_jobs,
     check_positive,
@@ -482,7 +483,7 @@ def assert_private(
         "trials": trials,
         "growth": growth,
         "max_trials": max_trials,
-        "deltas": tuple(deltas),
+        "deltas": tuple(check_deltas("deltas", deltas)),
         "n_jobs": n_jobs,
     }
     if space is not None and pairs is None:

@@ -173,6 +173,10 @@ def test_false_alarm_rate_of_a_tight_true_claim_is_at_most_nominal():
         ({"n_jobs": 0}, "n_jobs"),
         ({"pairs": []}, "pairs"),
         ({"pairs": [([0.0],)]}, "pairs"),
+        ({"deltas": None}, "deltas"),
+        ({"deltas": "a"}, "deltas"),
+        ({"deltas": []}, "deltas"),
+        ({"deltas": [1e-5, 1.5]}, r"deltas\[1\]"),
     ],
 )
 def test_bad_input_names_the_parameter(kwargs, name):
