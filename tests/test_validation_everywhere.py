@@ -7,6 +7,7 @@ import contextlib
 import io
 import math
 import os
+import re
 
 import numpy as np
 import pytest
@@ -120,7 +121,11 @@ CASES = [
         lambda: dpaudit.audit_mechanism(
             mech.Gaussian(1.0), mech.NeighbouringPair(np.zeros(0), np.array([NAN])), trials=100
         ),
-        "dataset must contain only finite numbers, got NaN or inf (pilot chunk 0, dataset D_prime)",
+        # The first stream to draw is the pilot's, or the timing step's on a slow machine.
+        re.compile(
+            r"dataset must contain only finite numbers, got NaN or inf "
+            r"\((pilot|timing) chunk 0, dataset D_prime\)"
+        ),
     ),
     ("ChunkStore directory", lambda: ChunkStore(None, {}), "store must be a directory path"),
     ("scheduler", lambda: check_scheduler("localhost"), "scheduler must be a Dask scheduler"),
@@ -189,7 +194,10 @@ CASES = [
 def test_public_constructors_and_functions_name_the_problem(label, call, message):
     with pytest.raises(ValueError) as info:
         call()
-    assert message in str(info.value)
+    if isinstance(message, re.Pattern):
+        assert message.search(str(info.value))
+    else:
+        assert message in str(info.value)
 
 
 CLI_CASES = [
