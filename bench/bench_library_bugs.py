@@ -2,27 +2,33 @@
 bugs of installable DP library versions, and does it stay quiet on the versions that fix them?
 
 The corpus is ``library_bugs.toml`` beside this script (each bug: library, version with the bug,
-version with the fix, public report, function and settings, what makes it visible). Every
-version is installed in a virtualenv of its own under the cache directory (``--cache``, default
+version with the fix, public report, function, what makes it visible, which pair generators'
+refutations are this bug, and whether it is detectable from outputs at all). Every version is
+installed in a virtualenv of its own under the cache directory (``--cache``, default
 ``$DPAUDIT_BENCH_CACHE`` or ``~/.cache/dpaudit-bench/library-bugs``, never inside the
-repository), together with this checkout of dpaudit (editable), and audited there:
+repository), together with this checkout of dpaudit (editable; a virtualenv made for another
+checkout gets this one), and audited there with dpaudit's search as a user gets it, within
+``--budget`` per audit:
 
-- ``recipe = "battery"``: ``dpaudit library LIBRARY --function F --quick --trials T``; the bug is
-  found when the command exits 3 with a ``REFUTED:`` line naming ``F``;
+- ``recipe = "battery"``: ``dpaudit library LIBRARY --function F --budget B --trials T``;
 - any other recipe: a battery of one function written here with the Python API
-  (:class:`dpaudit.libraries.battery.Library`), its pairs drawn by dpaudit's generators on the
-  function's declared settings (no pair written for a known bug), found when a claim is refuted.
+  (:class:`dpaudit.libraries.battery.Library`, run by :func:`~dpaudit.libraries.battery.plan`
+  and :func:`~dpaudit.libraries.battery.run` as ``dpaudit library`` runs one), the function
+  declaring its input space as the library batteries declare theirs: the bounds, sizes,
+  ``epsilon`` and special records its signature admits, nothing taken from a report.
 
-It prints one line per audit, then recall on the corpus (bugs found in their buggy version), the
-time per bug, and the refutations on fixed versions (the target is none). Every audit starts
-from the settings the library batteries use (10 records in ``(0, 1)``, ``eps = 1``); ``--guided``
-audits where each bug shows instead (``reported`` in the corpus: its report's settings, or
-settings chosen by hand): a check that the bug shows in outputs at all, which is not dpaudit
-finding it.
+A bug is found when its function's claim is refuted (a ``REFUTED:`` line) by a row of one of
+the bug's ``shown_by`` generators (a refutation by another generator is another bug). It prints
+one line per audit (the refuting generators, whether the refutation is this bug, seconds), then
+recall over all bugs and over the bugs detectable from outputs (``detectable = false`` in the
+corpus says why one is not, and is excluded from that denominator only), the time per bug, and
+the refutations on fixed versions (the target is none). ``--guided`` pins the same search to
+each bug's ``reported`` bounds and size at ``eps = 1``: a check that the bug shows in outputs
+at all, which is not dpaudit finding it.
 
-    python bench/bench_library_bugs.py                    # every bug, 2,000 trials per dataset
-    python bench/bench_library_bugs.py --only opendp-sized-float-sum-sensitivity
-    python bench/bench_library_bugs.py --guided           # where each bug shows
+    python bench/bench_library_bugs.py                    # every bug, 2,000 trials, 10m budget
+    python bench/bench_library_bugs.py --budget 5m --only opendp-sized-float-sum-sensitivity
+    python bench/bench_library_bugs.py --guided           # pinned where each bug shows
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -71,23 +78,33 @@ def _environment(root: Path, bug: dict[str, Any], version: str) -> tuple[Path, f
     When the bug needs nothing beyond dpaudit's own requirements and this script runs in a
     virtualenv that has dpaudit, that virtualenv is copied as hard links (fast, no disk) and the
     library's version installed into the copy; otherwise a fresh virtualenv gets this checkout
-    of dpaudit (editable) and the bug's ``install`` requirements first.
+    of dpaudit (editable) and the bug's ``install`` requirements first. A virtualenv made for
+    another checkout (or before this checkout's ``pyproject.toml`` changed) gets this checkout
+    installed again, editable, so the audit runs this code.
     """
     extra = "-".join(sorted(bug["install"])).replace("<", "lt").replace(">", "gt")
     name = f"{bug['package']}-{version}" + (f"-{extra}" if extra else "")
     venv = root / name
     python = venv / "bin" / "python"
-    if (venv / ".ready").exists():
-        return python, 0.0
     started = time.perf_counter()
     requirement = f"{bug['package']}=={version}"
     pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    if (venv / ".ready").exists():
+        if (venv / ".dpaudit").exists() and (venv / ".dpaudit").read_text() == _checkout():
+            return python, 0.0
+        # made for another checkout of dpaudit (or an older pyproject.toml): this one, editable
+        _pip([*pip, "-e", str(REPO), *bug["install"]], requirement)
+        (venv / ".dpaudit").write_text(_checkout())
+        return python, time.perf_counter() - started
     here = Path(sys.prefix)
     if venv.exists():
         shutil.rmtree(venv)
     if not bug["install"] and here != Path(sys.base_prefix) and _has_dpaudit():
         shutil.copytree(here, venv, symlinks=True, copy_function=os.link)
-        commands = [[*pip, *(["--no-deps"] if bug["no_deps"] else []), requirement]]
+        commands = [
+            [*pip, *(["--no-deps"] if bug["no_deps"] else []), requirement],
+            [*pip, "--no-deps", "-e", str(REPO)],
+        ]
     else:
         commands = [
             [sys.executable, "-m", "venv", "--clear", str(venv)],
@@ -95,12 +112,27 @@ def _environment(root: Path, bug: dict[str, Any], version: str) -> tuple[Path, f
             [*pip, *(["--no-deps"] if bug["no_deps"] else []), requirement],
         ]
     for command in commands:
-        done = subprocess.run(command, capture_output=True, text=True)
-        if done.returncode != 0:
-            tail = " ".join(done.stderr.split()[-60:])
-            raise RuntimeError(f"installing {requirement} failed: {tail}")
+        _pip(command, requirement)
     (venv / ".ready").write_text(requirement + "\n")
+    (venv / ".dpaudit").write_text(_checkout())
     return python, time.perf_counter() - started
+
+
+def _pip(command: list[str], requirement: str) -> None:
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        tail = " ".join(done.stderr.split()[-60:])
+        raise RuntimeError(f"installing {requirement} failed: {tail}")
+
+
+def _checkout() -> str:
+    """This checkout as a virtualenv's dpaudit must be: its path and its ``pyproject.toml``
+    (whose entry points, e.g. the libraries of ``dpaudit library``, an editable install copies
+    into the virtualenv)."""
+    import hashlib
+
+    digest = hashlib.sha256((REPO / "pyproject.toml").read_bytes()).hexdigest()
+    return f"{REPO}\n{digest}\n"
 
 
 def _has_dpaudit() -> bool:
@@ -114,121 +146,102 @@ def _has_dpaudit() -> bool:
 # --------------------------------------------------------------------------- audits (workers)
 
 
-def _claims(eps: float, relations: tuple[str, ...], delta: float = 0.0) -> dict[str, Any]:
-    from dpaudit.bounds.tradeoff import approx_dp
-    from dpaudit.libraries.battery import Claimed
+def _claims(eps: float, relations: tuple[str, ...]) -> dict[str, Any]:
+    """``(eps, 0)``-DP under each of ``relations``."""
+    from dpaudit.libraries.battery import approx_dp_claim
 
-    text = f"({eps:g}, {delta:g})-DP"
-    table = {"kind": "approx_dp", "eps": eps, "delta": delta}
-    return {r: Claimed(approx_dp(eps, delta), table, (delta,), text) for r in relations}
+    return {relation: approx_dp_claim(eps) for relation in relations}
 
 
-def _scalar_pairs(columns: int = 1, rounding: bool = False) -> Callable[[str], Any]:
-    """Boundary and random pairs (and, with ``rounding``, the rounding search on ``numpy.sum``)
-    of ``N`` records in ``RECORDS``, each record repeated over ``columns`` columns: dpaudit's
-    generators on the settings."""
-    import numpy as np
-
-    from dpaudit.mechanisms.base import NeighbouringPair
-    from dpaudit.mechanisms.pairs import boundary_pairs, random_pairs, rounding_pairs
-
-    low, high = RECORDS
-
-    def widen(pair: NeighbouringPair) -> NeighbouringPair:
-        if columns == 1:
-            return pair
-        d, d_prime = (np.repeat(np.asarray(x)[:, None], columns, 1) for x in (pair.d, pair.d_prime))
-        return NeighbouringPair(d, d_prime, pair.relation, pair.description)
-
-    def pairs(relation: str) -> dict[str, Any]:
-        out = {
-            "boundary": [widen(p) for p in boundary_pairs(N, low, high, relation=relation)],
-            "random": [widen(p) for p in random_pairs(N, low, high, relation=relation, budget=4)],
-        }
-        if rounding:
-            out["rounding"] = rounding_pairs(N, low, high, relation=relation, accumulate=np.sum)
-        return out
-
-    return pairs
+def _no_pairs(relation: str) -> dict[str, Any]:
+    """A searched function's pairs at its default setting: none beyond its space's."""
+    return {}
 
 
-#: The settings every audit written here starts from, as the library batteries do: datasets of
-#: ``N`` records in ``RECORDS``, the function told the bounds ``BOUNDS``, claims at ``EPSILON``.
-#: ``--guided`` replaces them with a bug's ``reported`` settings (where it shows).
-N, BOUNDS, RECORDS, EPSILON = 10, (0.0, 1.0), (0.0, 1.0), 1.0
+def _searched(
+    name: str,
+    release_at: Callable[[Any], Any],
+    claims_at: Callable[[Any], dict[str, Any]],
+    space: Any,
+    *,
+    stated: bool = True,
+) -> Any:
+    """A function written here, searched over ``space`` as the library batteries search theirs:
+    ``release_at(setting)`` is its release function at a setting of the space (its bounds,
+    records, ``epsilon``), ``claims_at(setting)`` its claims there."""
+    from dpaudit.libraries.battery import Function
 
+    def at(setting: Any) -> Any:
+        return Function(
+            f"{name} at {setting.describe()}",
+            lambda: release_at(setting),
+            claims_at(setting),
+            _no_pairs,
+            stated=stated,
+        )
 
-def _configure(reported: dict[str, Any]) -> None:
-    """Audit at a bug's ``reported`` settings: ``n``, the declared ``low`` and ``high``, and
-    the records' range (``records_low``, ``records_high``; default the declared bounds)."""
-    global N, BOUNDS, RECORDS
-    N = int(reported["n"])
-    BOUNDS = (float(reported["low"]), float(reported["high"]))
-    RECORDS = (
-        float(reported.get("records_low", BOUNDS[0])),
-        float(reported.get("records_high", BOUNDS[1])),
+    default = space.default
+    return Function(
+        name,
+        lambda: release_at(default),
+        claims_at(default),
+        _no_pairs,
+        stated=stated,
+        space=space,
+        at=at,
     )
 
 
-def _diffprivlib_tool(name: str) -> Any:
-    """``diffprivlib.tools.<name>(records, epsilon, bounds)``, as the diffprivlib battery calls
-    it, with the rounding search among its pairs; diffprivlib is silent about its relation."""
-    import numpy as np
+def _space(
+    *,
+    relations: tuple[str, ...],
+    generators: tuple[str, ...],
+    specials: tuple[str, ...],
+    sizes: tuple[int, ...],
+    records_per_output: float,
+    accumulate: Callable[[Any], Any] | None = None,
+) -> Any:
+    """The input space of a function of one bounded float column (records in ``bounds``), as
+    the library batteries declare theirs: the default 10 records in ``(0, 1)`` at ``eps = 1``,
+    bounds at the batteries' offsets (zero to ``2**1000``, both signs) and widths (1 and
+    ``2**20``, and 4 and 1024 ulps of the offset), the ``sizes`` the function's cost allows,
+    ``epsilon`` in 0.1, 1, 5, and the special records the function accepts without an error."""
+    from dpaudit.libraries.diffprivlib import EPSILONS, OFFSETS, WIDTH_ULPS, WIDTHS
+    from dpaudit.mechanisms.inputs import InputSpace, Setting
 
-    from dpaudit.libraries.battery import Function, Library
-
-    def release() -> Callable[..., Any]:
-        from diffprivlib import tools
-        from diffprivlib.accountant import BudgetAccountant
-
-        tool = getattr(tools, name)
-
-        def fn(dataset: Any, size: int, rng: Any) -> Any:
-            data = np.asarray(dataset, float)
-            state = np.random.RandomState(int(rng.integers(2**31)))
-            out = [
-                tool(
-                    data,
-                    epsilon=EPSILON,
-                    bounds=BOUNDS,
-                    random_state=state,
-                    accountant=BudgetAccountant(),
-                )
-                for _ in range(size)
-            ]
-            return np.asarray(out, dtype=float)
-
-        return fn
-
-    function = Function(
-        f"tools.{name}(epsilon=1, bounds={BOUNDS})",
-        release,
-        _claims(EPSILON, ("replace_one", "add_remove")),
-        _scalar_pairs(rounding=True),
-        stated=False,
+    return InputSpace(
+        default=Setting((0.0, 1.0), 10, "float64", 1.0),
+        offsets=OFFSETS,
+        widths=WIDTHS,
+        width_ulps=WIDTH_ULPS,
+        sizes=sizes,
+        epsilons=EPSILONS,
+        specials=specials,
+        relations=relations,
+        generators=generators,
+        accumulate=accumulate,
+        records_per_output=records_per_output,
     )
-    return Library("diffprivlib", "diffprivlib", "diffprivlib", lambda: [function], True, True)
 
 
-def diffprivlib_sum() -> Any:
-    """``diffprivlib.tools.sum`` (:func:`_diffprivlib_tool`)."""
-    return _diffprivlib_tool("sum")
-
-
-def diffprivlib_mean() -> Any:
-    """``diffprivlib.tools.mean`` (:func:`_diffprivlib_tool`)."""
-    return _diffprivlib_tool("mean")
+#: Dataset sizes searched for a function whose cost grows with its records (a model fit, a
+#: covariance through pandas), and for one of cheap records (a sum).
+FEW, MANY = (1, 10, 100, 1_000), (1, 10, 100, 1_000, 10_000, 100_000, 1_000_000)
+#: The specials every float function here is tried with when it accepts them.
+ALL_SPECIALS = ("nan", "inf", "-inf", "-0", "subnormal", "outside")
 
 
 def smartnoise_covariance() -> Any:
     """``DPcovariance(n, cols, rng, global_eps).release(data)`` of smartnoise-synth: the
-    covariance of two columns, replace-one neighbours (``n`` is given)."""
+    covariance of two columns (each record's value in both), replace-one neighbours (``n`` is
+    given), searched over its bounds ``rng``, ``n``, ``global_eps`` and the special records it
+    accepts (all of them: it raises on none)."""
     import importlib.util
 
     import numpy as np
     import pandas as pd
 
-    from dpaudit.libraries.battery import Function, Library
+    from dpaudit.libraries.battery import Library
 
     # The package's own __init__ imports torch; the audited module needs only numpy and pandas.
     spec = importlib.util.find_spec("snsynth")
@@ -237,62 +250,77 @@ def smartnoise_covariance() -> Any:
     module = importlib.util.module_from_spec(module_spec)
     module_spec.loader.exec_module(module)
 
-    def release() -> Callable[..., Any]:
+    def release_at(setting: Any) -> Callable[..., Any]:
         def fn(dataset: Any, size: int, rng: Any) -> Any:
-            frame = pd.DataFrame(np.asarray(dataset, float).reshape(-1, 2), columns=["a", "b"])
+            values = np.asarray(dataset, float)
+            frame = pd.DataFrame({"a": values, "b": values})
             # the module draws from numpy's global state, which only a global seed reaches
             np.random.seed(int(rng.integers(2**31)))  # noqa: NPY002
             out = []
             for _ in range(size):
-                bounds = pd.DataFrame({"a": BOUNDS, "b": BOUNDS})  # rows: low, high
-                model = module.DPcovariance(N, ["a", "b"], bounds, EPSILON)
+                bounds = pd.DataFrame({"a": setting.bounds, "b": setting.bounds})  # low, high
+                model = module.DPcovariance(setting.size, ["a", "b"], bounds, setting.epsilon)
                 out.append(model.release(frame.copy()))
             return np.asarray(out, dtype=float)
 
         return fn
 
-    function = Function(
+    function = _searched(
         "DPcovariance.release(2 columns)",
-        release,
-        _claims(EPSILON, ("replace_one",)),
-        _scalar_pairs(columns=2),
+        release_at,
+        lambda setting: _claims(setting.epsilon, ("replace_one",)),
+        _space(
+            relations=("replace_one",),
+            generators=("boundary", "special", "random"),
+            specials=ALL_SPECIALS,
+            sizes=FEW,
+            records_per_output=200.0,
+        ),
     )
     return Library("smartnoise-synth", "pandas", "smartnoise-synth", lambda: [function], True, True)
 
 
 def diffprivlib_linear_regression() -> Any:
     """``LinearRegression(epsilon, bounds_X, bounds_y).fit(X, y)``: ``coef_`` and
-    ``intercept_`` of one feature; diffprivlib is silent about its relation."""
+    ``intercept_`` of one feature (each record's value as both ``x`` and ``y``, both bounded by
+    the setting's bounds), searched over its bounds, records, ``epsilon`` and the special
+    records it accepts; diffprivlib is silent about its relation."""
     import numpy as np
 
-    from dpaudit.libraries.battery import Function, Library
+    from dpaudit.libraries.battery import Library
 
-    def release() -> Callable[..., Any]:
+    def release_at(setting: Any) -> Callable[..., Any]:
         from diffprivlib.accountant import BudgetAccountant
         from diffprivlib.models import LinearRegression
 
         def fn(dataset: Any, size: int, rng: Any) -> Any:
-            data = np.asarray(dataset, float).reshape(-1, 2)
+            data = np.asarray(dataset, float)
             state = np.random.RandomState(int(rng.integers(2**31)))
             out = []
             for _ in range(size):
                 model = LinearRegression(
-                    epsilon=EPSILON,
-                    bounds_X=BOUNDS,
-                    bounds_y=BOUNDS,
+                    epsilon=setting.epsilon,
+                    bounds_X=setting.bounds,
+                    bounds_y=setting.bounds,
                     random_state=state,
                     accountant=BudgetAccountant(),
-                ).fit(data[:, :1], data[:, 1])
+                ).fit(data[:, None], data)
                 out.append([model.coef_[0], model.intercept_])
             return np.asarray(out, dtype=float)
 
         return fn
 
-    function = Function(
-        "models.LinearRegression(epsilon=1, bounds=(0, 1))",
-        release,
-        _claims(EPSILON, ("replace_one", "add_remove")),
-        _scalar_pairs(columns=2),
+    function = _searched(
+        "models.LinearRegression(1 feature)",
+        release_at,
+        lambda setting: _claims(setting.epsilon, ("replace_one", "add_remove")),
+        _space(
+            relations=("replace_one", "add_remove"),
+            generators=("boundary", "special", "random"),
+            specials=ALL_SPECIALS,
+            sizes=FEW,
+            records_per_output=200.0,
+        ),
         stated=False,
     )
     return Library("diffprivlib", "diffprivlib", "diffprivlib", lambda: [function], True, True)
@@ -312,175 +340,227 @@ def _opendp_claimed(measurement: Any, d_in: int) -> float:
     return high
 
 
-def _opendp_library(name: str, build: Callable[[float], Any]) -> Any:
-    """A battery of one OpenDP measurement ``build(scale)`` on ``N`` sized float records in
-    ``BOUNDS``, replace-one neighbours (``d_in = 2``), its noise scaled so that OpenDP states
-    ``EPSILON`` for it (as a user calibrates it), claiming what OpenDP states."""
+def _opendp_library(name: str, build: Callable[[Any, float], Any]) -> Any:
+    """A battery of one OpenDP measurement ``build(setting, scale)`` on sized float records
+    (replace-one neighbours, ``d_in = 2``), searched over its bounds, records and ``epsilon``:
+    at each setting its noise is scaled so that OpenDP states the setting's ``epsilon`` (as a
+    user calibrates it), and the claim is what OpenDP states. Its domain admits no record
+    outside its bounds (no special records); the rounding generator sums as ``numpy.sum``, as
+    the OpenDP battery's does."""
     import numpy as np
 
-    from dpaudit.libraries.battery import Function, Library
+    from dpaudit.libraries.battery import Library
+    from dpaudit.libraries.opendp import RECORDS_PER_OUTPUT
 
-    # The stated eps of a Laplace measurement is inversely proportional to its scale.
-    measurement = build(_opendp_claimed(build(1.0), 2) / EPSILON)
-    eps = _opendp_claimed(measurement, 2)
+    def measurement_at(setting: Any) -> Any:
+        # The stated eps of a Laplace measurement is inversely proportional to its scale.
+        scale = _opendp_claimed(build(setting, 1.0), 2) / setting.epsilon
+        return build(setting, scale)
 
-    def release() -> Callable[..., Any]:
+    def release_at(setting: Any) -> Callable[..., Any]:
+        measurement = measurement_at(setting)
+
         def fn(dataset: Any, size: int, rng: Any) -> Any:
             data = [float(x) for x in np.asarray(dataset, float).ravel()]
             return np.asarray([measurement(data) for _ in range(size)], dtype=float)
 
         return fn
 
-    function = Function(name, release, _claims(eps, ("replace_one",)), _scalar_pairs())
+    def claims_at(setting: Any) -> dict[str, Any]:
+        return _claims(_opendp_claimed(measurement_at(setting), 2), ("replace_one",))
+
+    function = _searched(
+        name,
+        release_at,
+        claims_at,
+        _space(
+            relations=("replace_one",),
+            generators=("boundary", "rounding", "random"),
+            specials=(),
+            sizes=MANY,
+            records_per_output=RECORDS_PER_OUTPUT,
+            accumulate=np.sum,
+        ),
+    )
     return Library("opendp", "opendp", "opendp", lambda: [function], False, True)
 
 
 def opendp_sized_float_sum() -> Any:
-    """``make_sized_bounded_sum(N, BOUNDS, T=float) >> make_base_laplace(scale)`` of OpenDP 0.4
+    """``make_sized_bounded_sum(n, bounds, T=float) >> make_base_laplace(scale)`` of OpenDP 0.4
     and 0.5 (their modules ``opendp.trans`` and ``opendp.meas``)."""
 
-    def build(scale: float) -> Any:
+    def build(setting: Any, scale: float) -> Any:
         from opendp.meas import make_base_laplace
         from opendp.mod import enable_features
         from opendp.trans import make_sized_bounded_sum
 
         enable_features("contrib", "floating-point")
-        return make_sized_bounded_sum(N, BOUNDS, T=float) >> make_base_laplace(scale=scale)
+        bounds = tuple(float(b) for b in setting.bounds)
+        return make_sized_bounded_sum(setting.size, bounds, T=float) >> make_base_laplace(
+            scale=scale
+        )
 
     return _opendp_library("make_sized_bounded_sum[float] >> make_base_laplace", build)
 
 
 def opendp_sum_of_squared_deviations() -> Any:
-    """``make_sum_of_squared_deviations`` on ``N`` records in ``BOUNDS`` then ``make_laplace``."""
+    """``make_sum_of_squared_deviations`` on ``n`` records in ``bounds`` then ``then_laplace``."""
 
-    def build(scale: float) -> Any:
+    def build(setting: Any, scale: float) -> Any:
         import opendp.prelude as dp
 
         dp.enable_features("contrib")
-        domain = dp.vector_domain(dp.atom_domain(bounds=BOUNDS, nan=False), size=N)
+        bounds = tuple(float(b) for b in setting.bounds)
+        domain = dp.vector_domain(dp.atom_domain(bounds=bounds, nan=False), size=setting.size)
         ssd = dp.t.make_sum_of_squared_deviations(domain, dp.symmetric_distance())
         return ssd >> dp.m.then_laplace(scale=scale)
 
     return _opendp_library("make_sum_of_squared_deviations >> laplace", build)
 
 
-def python_dp_bounded_sum() -> Any:
-    """``BoundedSum(epsilon, lower_bound, upper_bound, dtype="float").quick_result(records)`` of
-    Google's library: its privacy unit is a record added or removed."""
-    import numpy as np
-
-    from dpaudit.libraries.battery import Function, Library
-
-    def release() -> Callable[..., Any]:
-        from pydp.algorithms.laplacian import BoundedSum
-
-        def fn(dataset: Any, size: int, rng: Any) -> Any:
-            data = [float(x) for x in np.asarray(dataset, float).ravel()]
-            out = []
-            for _ in range(size):
-                algorithm = BoundedSum(
-                    epsilon=EPSILON, lower_bound=BOUNDS[0], upper_bound=BOUNDS[1], dtype="float"
-                )
-                out.append(algorithm.quick_result(data))
-            return np.asarray(out, dtype=float)
-
-        return fn
-
-    function = Function(
-        "BoundedSum(epsilon=1, bounds=(0, 1), dtype=float)",
-        release,
-        _claims(EPSILON, ("add_remove",)),
-        _scalar_pairs(),
-    )
-    return Library("python-dp", "pydp", "python-dp", lambda: [function], False, True)
-
-
 RECIPES: dict[str, Callable[[], Any]] = {
-    "diffprivlib_sum": diffprivlib_sum,
-    "diffprivlib_mean": diffprivlib_mean,
     "smartnoise_covariance": smartnoise_covariance,
     "diffprivlib_linear_regression": diffprivlib_linear_regression,
     "opendp_sized_float_sum": opendp_sized_float_sum,
     "opendp_sum_of_squared_deviations": opendp_sum_of_squared_deviations,
-    "python_dp_bounded_sum": python_dp_bounded_sum,
 }
 
 
-def _worker(bug: dict[str, Any], trials: int, guided: bool) -> dict[str, Any]:
-    """Audit ``bug`` in this interpreter (its virtualenv): ``{"refuted", "lines"}``; ``guided``:
-    at its ``reported`` settings, with the Python API."""
-    recipe = bug.get("guided_recipe", bug["recipe"]) if guided else bug["recipe"]
-    if guided:
-        _configure(bug["reported"])
-    if recipe == "battery":
-        with tempfile.TemporaryDirectory() as tmp:
-            command = [
-                *("library", bug["library"], "-o", str(Path(tmp) / "out")),
-                *("--function", bug["battery_function"], "--quick", "--trials", str(trials)),
-                *("--n-jobs", "1", "-q"),
-            ]
-            done = subprocess.run(
-                [sys.executable, "-m", "dpaudit.cli", *command],
-                capture_output=True,
-                text=True,
-            )
-        lines = [line for line in done.stdout.splitlines() if line.startswith(("REFUTED:", "VIOL"))]
-        refuted = done.returncode == 3 and any(
-            line.startswith("REFUTED:") and bug["battery_function"] in line for line in lines
+#: What a refuted row names: ``<generator> pairs: eps >= ...``.
+REFUTING = re.compile(r"(\w+) pairs: eps >=")
+
+
+def _pins(bug: dict[str, Any], guided: bool) -> dict[str, Any]:
+    """What ``--guided`` pins the search to: the bug's ``reported`` bounds, size and ``eps = 1``
+    (nothing without ``guided``)."""
+    if not guided:
+        return {}
+    reported = bug["reported"]
+    return {
+        "bounds": [(float(reported["low"]), float(reported["high"]))],
+        "sizes": [int(reported["n"])],
+        "epsilons": [1.0],
+    }
+
+
+def _battery_section(
+    bug: dict[str, Any], trials: int, budget: str, pins: dict[str, Any]
+) -> dict[str, Any]:
+    """``dpaudit library LIBRARY --function F --budget B`` (and the ``pins`` as ``--bounds``,
+    ``--sizes``, ``--eps``): its report's battery section, or ``{"error": ...}``."""
+    options = [*("--function", bug["battery_function"], "--trials", str(trials))]
+    options += ["--budget", budget]
+    if pins:
+        (low, high), size, eps = pins["bounds"][0], pins["sizes"][0], pins["epsilons"][0]
+        options += ["--bounds", f"{low!r},{high!r}", "--sizes", str(size), "--eps", f"{eps!r}"]
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "out"
+        command = ["library", bug["library"], "-o", str(out), *options, "--n-jobs", "1", "-q"]
+        done = subprocess.run(
+            [sys.executable, "-m", "dpaudit.cli", *command], capture_output=True, text=True
         )
         if done.returncode not in (0, 3):
-            return {"refuted": False, "lines": [done.stderr.strip()[-300:]], "error": True}
-        return {"refuted": refuted, "lines": lines}
+            return {"error": (done.stderr.strip() or done.stdout.strip())[-300:]}
+        return json.loads((out / "results.json").read_text(encoding="utf-8"))["battery"]
+
+
+def _api_section(
+    bug: dict[str, Any], trials: int, budget: str, pins: dict[str, Any]
+) -> dict[str, Any]:
+    """The bug's recipe (a battery of one function) planned and run as ``dpaudit library`` runs
+    a battery: its battery section."""
     from dpaudit.libraries.battery import plan, run
-    from dpaudit.reports.batteries import refuted_lines, unrefuted_lines
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        library = RECIPES[recipe]()
-        battery = run(plan(library, trials=trials, quick=True))
-    section = battery.document()["battery"]
-    lines = refuted_lines(section) + unrefuted_lines(section)
-    errors = [row["error"] for row in battery.table if row["verdict"] == "error"]
-    if errors and not battery.refuted:
-        return {"refuted": False, "lines": [f"error: {errors[0]}"], "error": True}
-    return {"refuted": battery.refuted, "lines": lines}
+        library = RECIPES[bug["recipe"]]()
+        battery = run(plan(library, trials=trials, budget=budget, **pins))
+    return battery.document()["battery"]
+
+
+def _worker(bug: dict[str, Any], trials: int, budget: str, guided: bool) -> dict[str, Any]:
+    """Audit ``bug`` in this interpreter (its virtualenv) with dpaudit's search, within
+    ``budget``; ``guided``: pinned to its ``reported`` settings. ``{"refuted", "by", "found",
+    "lines"}``: whether the function's claim is refuted, the generators of the rows that refute
+    it, whether one of them is among the bug's ``shown_by`` (the refutation is this bug, not
+    another), and the report's lines."""
+    from dpaudit.reports.batteries import refuted_lines, row_evidence, unrefuted_lines
+
+    pins = _pins(bug, guided)
+    audit = _battery_section if bug["recipe"] == "battery" else _api_section
+    section = audit(bug, trials, budget, pins)
+    if "error" in section:
+        return {"refuted": False, "by": [], "found": False, "lines": [section["error"]], "error": 1}
+    refuted = refuted_lines(section)
+    by = sorted({g for line in refuted for g in REFUTING.findall(line)})
+    violated = [
+        f"violated: {row['relation']}, {row_evidence(row)}"
+        + (f" at {row['setting']}" if row.get("setting") else "")
+        + (f" ({row['pair']})" if row.get("pair") else "")
+        for row in section["rows"]
+        if row["verdict"] == "violated"
+    ]
+    errors = [row["error"] for row in section["rows"] if row["verdict"] == "error"]
+    lines = refuted + unrefuted_lines(section) + violated
+    if errors and not refuted:
+        lines.append(f"error in {len(errors)} rows: {errors[0]}")
+    return {
+        "refuted": bool(refuted),
+        "by": by,
+        "found": bool(refuted) and bool(set(by) & set(bug["shown_by"])),
+        "lines": lines,
+    }
 
 
 # --------------------------------------------------------------------------- the bench
 
 
-def _audit(python: Path, bug: dict[str, Any], trials: int, guided: bool) -> dict[str, Any]:
+def _audit(
+    python: Path, bug: dict[str, Any], trials: int, budget: str, guided: bool
+) -> dict[str, Any]:
     started = time.perf_counter()
     worker = [str(python), str(Path(__file__).resolve()), "--worker", bug["id"]]
     done = subprocess.run(
-        [*worker, "--trials", str(trials), *(["--guided"] if guided else [])],
+        [*worker, "--trials", str(trials), "--budget", budget, *(["--guided"] if guided else [])],
         capture_output=True,
         text=True,
     )
     seconds = time.perf_counter() - started
     if done.returncode != 0:
         tail = (done.stderr.strip() or done.stdout.strip())[-300:]
-        return {"refuted": False, "lines": [tail], "error": True, "seconds": seconds}
+        return {"refuted": False, "by": [], "found": False, "lines": [tail], "error": 1} | {
+            "seconds": seconds
+        }
     result = json.loads(done.stdout.strip().splitlines()[-1])
     return {**result, "seconds": seconds}
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{part}/{whole} = {100 * part / whole:.0f}%" if whole else "0/0"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cache", help="where the virtualenvs live (outside the repository)")
     parser.add_argument("--trials", type=int, default=2000, help="trials per dataset")
+    parser.add_argument(
+        "--budget",
+        default="10m",
+        help="what the search of each audit may spend, as `dpaudit library --budget` takes it "
+        "(outputs, seconds such as 10m, or both; default 10m)",
+    )
     parser.add_argument("--only", nargs="+", metavar="ID", help="bugs to run (their ids)")
     parser.add_argument(
         "--guided",
         action="store_true",
-        help="audit where each bug shows (its 'reported' settings) instead of the default ones "
-        "(a check that the corpus is detectable from outputs, not counted as found by dpaudit)",
+        help="pin the search to where each bug shows (its 'reported' settings): a check that "
+        "the bug is detectable from outputs, not counted as found by dpaudit",
     )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     bugs = {bug["id"]: bug for bug in corpus()}
     if args.worker:
-        print(json.dumps(_worker(bugs[args.worker], args.trials, args.guided)))
+        print(json.dumps(_worker(bugs[args.worker], args.trials, args.budget, args.guided)))
         return 0
     unknown = sorted(set(args.only or []) - set(bugs))
     if unknown:
@@ -488,12 +568,12 @@ def main(argv: list[str] | None = None) -> int:
     chosen = [bugs[name] for name in args.only] if args.only else list(bugs.values())
     root = _cache(args.cache)
     root.mkdir(parents=True, exist_ok=True)
-    mode = "where the bugs show (--guided)" if args.guided else "at dpaudit's own settings"
+    mode = "pinned where the bugs show (--guided)" if args.guided else "dpaudit's search"
     print(
         f"corpus {CORPUS.name}: {len(chosen)} bugs, {mode}; virtualenvs in {root}; "
-        f"{args.trials:,} trials"
+        f"{args.trials:,} trials, budget {args.budget} per audit"
     )
-    print(f"{'bug':<50} {'version':<14} {'verdict':<13} {'s':>7}")
+    print(f"{'bug':<50} {'version':<14} {'verdict':<11} {'by':<26} {'this bug':<8} {'s':>7}")
     found, fixed_refuted, fixed_runs, seconds = [], [], 0, []
     for bug in chosen:
         for kind in ("buggy", "fixed"):
@@ -503,37 +583,38 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 python, installed = _environment(root, bug, version)
             except RuntimeError as exc:
-                python, installed, result = None, 0.0, {"refuted": False, "error": True}
+                python, installed = None, 0.0
+                result = {"refuted": False, "by": [], "found": False, "error": 1}
                 result.update(lines=[str(exc)[:300]], seconds=0.0)
             if python is not None:
-                result = _audit(python, bug, args.trials, args.guided)
-            verdict = (
-                "error"
-                if result.get("error")
-                else "REFUTED"
-                if result["refuted"]
-                else "not refuted"
+                result = _audit(python, bug, args.trials, args.budget, args.guided)
+            verdict = "error" if result.get("error") else "REFUTED" if result["refuted"] else "-"
+            this = "yes" if result["found"] else "-"
+            print(
+                f"{bug['id']:<50} {kind} {version:<8} {verdict:<11} "
+                f"{','.join(result['by']) or '-':<26} {this:<8} {result['seconds']:>7.1f}"
             )
-            print(f"{bug['id']:<50} {kind} {version:<8} {verdict:<13} {result['seconds']:>7.1f}")
-            for line in result["lines"][:3]:
-                print(f"    {line[:220]}")
+            for line in result["lines"][:4]:
+                print(f"    {line[:240]}")
             if kind == "buggy":
                 seconds.append(result["seconds"])
-                if result["refuted"]:
+                if result["found"]:
                     found.append(bug["id"])
-                elif bug["needs"]:
-                    print(f"    needs: {bug['needs']}")
             else:
                 fixed_runs += 1
                 if result["refuted"]:
                     fixed_refuted.append(bug["id"])
             if installed:
-                print(f"    (virtualenv made in {installed:.0f} s)")
-    share = f"{len(found)}/{len(chosen)} = {100 * len(found) / len(chosen):.0f}%"
-    if args.guided:
-        print(f"refuted where the bugs show (not dpaudit's own finding): {share}")
-    else:
-        print(f"recall on the corpus: {share}")
+                print(f"    (virtualenv made or updated in {installed:.0f} s)")
+    detectable = [bug["id"] for bug in chosen if bug["detectable"]]
+    hidden = [bug["id"] for bug in chosen if not bug["detectable"]]
+    over_all = _share(len(found), len(chosen))
+    over_detectable = _share(len(set(found) & set(detectable)), len(detectable))
+    name = "found where the bugs show (not counted as dpaudit's)" if args.guided else "recall"
+    print(f"{name}, over all bugs: {over_all}")
+    print(f"{name}, over the bugs detectable from outputs: {over_detectable}")
+    if hidden:
+        print(f"not detectable from outputs (corpus: detectable = false): {', '.join(hidden)}")
     print(f"time per bug: median {statistics.median(seconds):.1f} s, max {max(seconds):.1f} s")
     print(f"refutations on fixed versions: {len(fixed_refuted)}/{fixed_runs}")
     if found:
