@@ -84,3 +84,65 @@ def test_a_small_battery_raises_no_false_alarm_and_is_not_reproducible_by_seed()
     document = result.document()
     assert document["battery"]["seed"] == NOT_REPRODUCIBLE
     assert {a["seed"] for a in document["audits"]} == {NOT_REPRODUCIBLE}
+
+
+SUM = "laplacian.BoundedSum(epsilon=1, bounds=(0, 1), dtype=float)"
+VARIANCE = "laplacian.BoundedVariance(epsilon=1, bounds=(0, 1), dtype=float)"
+
+
+def test_the_bounded_aggregations_declare_their_input_spaces():
+    spaces = {f.name: f.space for f in battery.functions() if f.space is not None}
+    assert sorted(spaces) == sorted(
+        f"laplacian.{name}(epsilon=1, bounds=(0, 1), dtype=float)" for name in battery.SEARCHED
+    )
+    space = spaces[SUM]
+    assert space.default.bounds == (0.0, 1.0) and space.default.size == 10
+    assert max(space.offsets) == 2.0**1000 and min(space.offsets) == -(2.0**1000)
+    assert 4 in space.width_ulps and 10_000 in space.sizes
+    assert set(space.dtypes) == {"float64", "int32", "int64"}
+    assert set(space.specials) == {"nan", "inf", "-inf", "-0", "subnormal", "outside"}
+    assert set(space.relations) == {"replace_one", "add_remove"}
+    assert "rounding" in space.generators and "overflow" in space.generators
+    assert max(spaces[VARIANCE].offsets) == 2.0**100
+    assert spaces[VARIANCE].dtypes == ("float64",)
+
+
+def test_the_variance_space_leaves_out_the_bounds_the_library_refuses():
+    # The reason the variance's offsets stop below 2**1000: the library refuses such bounds.
+    from pydp.algorithms.laplacian import BoundedVariance
+
+    with pytest.raises(RuntimeError, match="LInf sensitivity"):
+        BoundedVariance(epsilon=1.0, lower_bound=2.0**1000, upper_bound=2.0**1001, dtype="float")
+    for lower, upper in {
+        s.bounds for s in battery.aggregation("BoundedVariance", searched=True).space.settings()
+    }:
+        assert abs(lower) <= 2.0**101 and abs(upper) <= 2.0**101
+
+
+def test_a_setting_of_the_space_builds_a_working_release_with_its_claim():
+    from dpaudit.mechanisms.inputs import Setting
+
+    function = battery.aggregation("BoundedSum", searched=True)
+    setting = Setting((2.0**30, 2.0**30 + 4 * 2.0**-22), 1000, "float64", 0.1)
+    at = function.at(setting)
+    assert {c.table["eps"] for c in at.claims.values()} == {0.1}
+    out = at.release()(np.full(1000, 2.0**30), 3, np.random.default_rng(0))
+    assert out.shape == (3,) and np.all(np.isfinite(out))
+    integer = function.at(Setting((0, 10), 10, "int64", 1.0))
+    assert integer.name.endswith("dtype=int64)")
+    assert integer.release()(np.full(10, 5), 2, np.random.default_rng(0)).shape == (2,)
+
+
+def test_bad_pins_and_a_space_the_library_has_not_are_refused():
+    from dpaudit.libraries import plan_battery
+
+    with pytest.raises(ValueError, match="bounds need lower < upper"):
+        plan_battery("python-dp", functions=[SUM], bounds=[(1.0, 0.0)])
+    with pytest.raises(ValueError, match="sizes"):
+        plan_battery("python-dp", functions=[SUM], sizes=[0])
+    with pytest.raises(ValueError, match="searched needs"):
+        battery.aggregation("Median", searched=True)
+    pinned = plan_battery(
+        "python-dp", functions=[SUM], bounds=[(2.0**52, 2.0**52 + 4)], sizes=[100], quick=True
+    )
+    assert {c.setting.bounds for r in pinned.rows for c in r.candidates} == {(2.0**52, 2.0**52 + 4)}
