@@ -93,3 +93,25 @@ def test_bad_pins_and_a_metric_without_a_space_are_refused():
         battery.aggregate("COUNT", searched=True)
     pinned = plan_battery("pipeline-dp", functions=[SUM], sizes=[1000], quick=True)
     assert {c.setting.size for r in pinned.rows for c in r.candidates} == {1000}
+
+
+def test_a_nan_record_makes_the_sum_mean_and_variance_nan():
+    # Why the special pairs refute them under add/remove: the combiners clip with numpy.clip,
+    # which keeps NaN, so one privacy unit with a NaN value makes the partition's output NaN.
+    for metric in battery.SEARCHED:
+        release = battery.aggregate(metric).release()
+        with np.errstate(invalid="ignore"):
+            out = release(np.array([0.0] * 10 + [np.nan]), 50, np.random.default_rng(0))
+        assert np.all(np.isnan(out))
+        assert not np.any(np.isnan(release(np.zeros(10), 50, np.random.default_rng(0))))
+
+
+def test_the_sum_at_bounds_a_few_ulps_of_zero_wide_is_released_without_noise():
+    # Why the sum is refuted at bounds [0, 2**-1072]: its noise is python-dp's
+    # LaplaceMechanism at sensitivity max(|min_value|, |max_value|) = 2**-1072, whose
+    # granularity underflows to 0, so the release is the exact sum. Deterministic.
+    upper = 2.0**-1072
+    release = battery.aggregate("SUM", bounds=(0.0, upper)).release()
+    rng = np.random.default_rng(0)
+    assert set(release(np.zeros(10), 100, rng).tolist()) == {0.0}
+    assert set(release(np.array([0.0] * 10 + [upper]), 100, rng).tolist()) == {upper}

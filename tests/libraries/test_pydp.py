@@ -146,3 +146,37 @@ def test_bad_pins_and_a_space_the_library_has_not_are_refused():
         "python-dp", functions=[SUM], bounds=[(2.0**52, 2.0**52 + 4)], sizes=[100], quick=True
     )
     assert {c.setting.bounds for r in pinned.rows for c in r.candidates} == {(2.0**52, 2.0**52 + 4)}
+
+
+def test_a_laplace_noise_whose_granularity_underflows_is_zero():
+    # Why the sums are refuted at bounds a few ulps of zero wide: the library's Laplace noise is
+    # a geometric sample times a granularity, the power of two above (sensitivity / epsilon) /
+    # 2**40; below 2**-1074 that is 0, and so is the noise. Deterministic: no tolerance.
+    from pydp.algorithms.numerical_mechanisms import LaplaceMechanism
+
+    tiny = LaplaceMechanism(epsilon=1.0, sensitivity=2.0**-1072)
+    assert {tiny.add_noise(0.0) for _ in range(1000)} == {0.0}
+    # Above the underflow the noise is there (a zero draw has probability below 1e-3 each).
+    normal = LaplaceMechanism(epsilon=1.0, sensitivity=2.0**-1000)
+    assert sum(normal.add_noise(0.0) != 0.0 for _ in range(1000)) > 900
+    # BoundedSum at bounds [0, 2**-1072] releases the exact sum: replacing one record moves it.
+    upper = 2.0**-1072
+    from pydp.algorithms.laplacian import BoundedSum
+
+    algorithm = BoundedSum(epsilon=1.0, lower_bound=0.0, upper_bound=upper, dtype="float")
+    assert {algorithm.quick_result([0.0] * 10) for _ in range(200)} == {0.0}
+    assert {algorithm.quick_result([0.0] * 9 + [upper]) for _ in range(200)} == {upper}
+
+
+def test_the_integer_mean_wraps_its_32_bit_sum():
+    # Why BoundedMean(dtype="int") is refuted by the overflow pairs: its running sum is a
+    # 32-bit integer. 2,047 records at 2**20 and one at 0 sum to 2**31 - 2**20; with the last
+    # record at 2**20 too the sum 2**31 wraps to -2**31 and the mean is clamped to the lower
+    # bound 0. The noise of the sum has scale 2**19 / 0.05: a draw crossing that gap (about 1e9)
+    # has probability below 1e-40.
+    from pydp.algorithms.laplacian import BoundedMean
+
+    algorithm = BoundedMean(epsilon=0.1, lower_bound=0, upper_bound=2**20, dtype="int")
+    below = [algorithm.quick_result([2**20] * 2047 + [0]) for _ in range(300)]
+    wrapped = [algorithm.quick_result([2**20] * 2048) for _ in range(300)]
+    assert min(below) > 2**19 and set(wrapped) == {0.0}
