@@ -27,8 +27,9 @@ offset, datasets of 1 to 100,000 records, ``epsilon`` from 0.1 to 5, and every s
 them all without an error). The sums and means take float records and the library's two integer
 types (``dtype="int"``, 32 bits, and ``"int64"``; integer bounds within their range). The
 variance and standard deviation take float records at offsets to ``2**100``: python-dp refuses
-bounds whose squares overflow (beyond about ``2**511`` for floats, ``2**15`` and ``2**31`` for
-its integers, most of the integer grid), so those settings are left out. The default setting,
+bounds whose squares overflow (float bounds at ``2**1000``, and most of the integer grid: 32-bit
+bounds ``2**20`` wide or at ``2**30``, 64-bit bounds from ``2**52``), so those settings
+are left out. The default setting,
 the one audited without a search, is ``n = 10`` float records in ``bounds = (0, 1)``,
 ``epsilon = 1``. The generators: records at the bounds, special records and random records, and
 for the sums and means the rounding search on a loop sum and overflow pairs for integer
