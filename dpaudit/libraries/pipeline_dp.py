@@ -27,10 +27,12 @@ from 0.1 to 5, and every special record (NaN, the infinities, ``-0.0``, subnorma
 outside the bounds: ``aggregate`` takes them all without an error), under the one relation
 PipelineDP states. Records are floats (``aggregate`` has no record type). The variance's offsets
 stop at ``2**100``: at ``2**1000`` the squares of its records overflow and it raises
-``OverflowError``, so those settings are left out. The default setting, the one audited without
-a search, is ``n = 10`` records in ``bounds = (0, 1)``, ``epsilon = 1``. The generators:
-records at the bounds, special records and random records, and for the sum and mean the rounding
-search on ``numpy.sum``.
+``OverflowError``, so those settings are left out. The Gaussian sum refuses bounds whose
+sensitivity is subnormal (:data:`SMALLEST_NORMAL`), for which python-dp's ``GaussianMechanism``
+may not return: the search counts those settings as refused. The default setting, the one
+audited without a search, is ``n = 10`` records in ``bounds = (0, 1)``, ``epsilon = 1``. The
+generators: records at the bounds, special records and random records, and for the sum and mean
+the rounding search on ``numpy.sum``.
 
 Every covered function is made by a factory whose parameters are the settings it is audited at
 (``epsilon``, ``delta``, ``bounds``, ``n`` records, the noise); :func:`functions` lists the
@@ -81,6 +83,11 @@ WIDTH_ULPS = (4, 2**10)
 #: Dataset sizes (privacy units) and epsilons the search tries.
 SIZES = (1, 10, 100, 1_000, 10_000)
 EPSILONS = (0.1, 1.0, 5.0)
+#: The smallest normal float. The Gaussian noise refuses bounds whose sensitivity,
+#: ``max(|min_value|, |max_value|)``, is below it: python-dp's ``GaussianMechanism`` does not
+#: return for some such sensitivities (e.g. ``2**-1072``, where the bisection of
+#: ``CalculateGaussianStddev`` stalls), so they are not in the Gaussian sum's input space.
+SMALLEST_NORMAL = float(np.finfo(float).tiny)
 #: What one output costs, in records: the local backend handles every row in Python, about
 #: 50 us a row, so an output on ``n`` records costs about ``n / 10`` outputs on ten.
 RECORDS_PER_OUTPUT = 10.0
@@ -139,6 +146,11 @@ def aggregate(
     if noise not in ("LAPLACE", "GAUSSIAN"):
         raise ValueError(f"noise must be 'LAPLACE' or 'GAUSSIAN', got {noise!r}")
     lo, hi = bounds
+    if noise == "GAUSSIAN" and 0 < max(abs(lo), abs(hi)) < SMALLEST_NORMAL:
+        raise ValueError(
+            f"bounds ({lo!r}, {hi!r}) make a subnormal sensitivity, for which python-dp's "
+            "GaussianMechanism (PipelineDP's Gaussian noise) may not return"
+        )
     field = metric.lower()
 
     def params() -> Any:

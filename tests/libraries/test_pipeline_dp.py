@@ -115,3 +115,12 @@ def test_the_sum_at_bounds_a_few_ulps_of_zero_wide_is_released_without_noise():
     rng = np.random.default_rng(0)
     assert set(release(np.zeros(10), 100, rng).tolist()) == {0.0}
     assert set(release(np.array([0.0] * 10 + [upper]), 100, rng).tolist()) == {upper}
+
+
+def test_the_gaussian_sum_refuses_bounds_of_a_subnormal_sensitivity():
+    # python-dp's GaussianMechanism does not return at such a sensitivity: the battery's search
+    # counts the setting as refused instead of waiting on it.
+    with pytest.raises(ValueError, match="subnormal sensitivity"):
+        battery.aggregate("SUM", noise="GAUSSIAN", delta=1e-5, bounds=(0.0, 2.0**-1072))
+    laplace = battery.aggregate("SUM", bounds=(0.0, 2.0**-1072))  # Laplace noise is built
+    assert laplace.claims["add_remove"].table["eps"] == 1.0
