@@ -19,6 +19,21 @@ Relations. PipelineDP states its sensitivities for "adding or removing one priva
 (``AddDPNoiseParams`` in ``pipeline_dp/aggregate_params.py``): each function is audited on
 ``add_remove`` neighbours, a privacy unit (one record) added.
 
+Input spaces. The sums, means and variances declare what they accept
+(:class:`~dpaudit.mechanisms.inputs.InputSpace`, searched by the battery): bounds
+(``min_value``, ``max_value``) at offsets from zero to ``2**1000`` (both signs) and widths of 1,
+``2**20`` and down to 4 ulps of the offset, datasets of 1 to 10,000 privacy units, ``epsilon``
+from 0.1 to 5, and every special record (NaN, the infinities, ``-0.0``, subnormals, values
+outside the bounds: ``aggregate`` takes them all without an error), under the one relation
+PipelineDP states. Records are floats (``aggregate`` has no record type). The variance's offsets
+stop at ``2**100``: at ``2**1000`` the squares of its records overflow and it raises
+``OverflowError``, so those settings are left out. The Gaussian sum refuses bounds whose
+sensitivity is subnormal (:data:`SMALLEST_NORMAL`), for which python-dp's ``GaussianMechanism``
+may not return: the search counts those settings as refused. The default setting, the one
+audited without a search, is ``n = 10`` records in ``bounds = (0, 1)``, ``epsilon = 1``. The
+generators: records at the bounds, special records and random records, and for the sum and mean
+the rounding search on ``numpy.sum``.
+
 Every covered function is made by a factory whose parameters are the settings it is audited at
 (``epsilon``, ``delta``, ``bounds``, ``n`` records, the noise); :func:`functions` lists the
 default settings.
@@ -40,6 +55,7 @@ from dpaudit.libraries.battery import (
     bounded_pairs,
 )
 from dpaudit.mechanisms.base import NeighbouringPair
+from dpaudit.mechanisms.inputs import SPECIALS, InputSpace, Setting, powers_of_two
 from dpaudit.mechanisms.pairs import (
     UNITS,
     unit_pairs,
@@ -55,6 +71,26 @@ BOUNDS = (0.0, 1.0)
 METRICS = {"COUNT": False, "PRIVACY_ID_COUNT": False, "SUM": True, "MEAN": True, "VARIANCE": False}
 #: The partition selection strategies covered (names of ``PartitionSelectionStrategy``).
 STRATEGIES = ("TRUNCATED_GEOMETRIC", "LAPLACE_THRESHOLDING", "GAUSSIAN_THRESHOLDING")
+#: The metrics that declare an input space.
+SEARCHED = ("SUM", "MEAN", "VARIANCE")
+#: Offsets of the bounds the search tries; the variance's stop at ``2**100`` (at ``2**1000``
+#: the squares of its records overflow and ``aggregate`` raises ``OverflowError``).
+OFFSETS = (0.0, *powers_of_two((10, 30, 52, 62, 100, 1000), signed=True))
+SQUARED_OFFSETS = (0.0, *powers_of_two((10, 30, 52, 62, 100), signed=True))
+#: Widths of the bounds: absolute, and in ulps of the offset.
+WIDTHS = (1.0, 2.0**20)
+WIDTH_ULPS = (4, 2**10)
+#: Dataset sizes (privacy units) and epsilons the search tries.
+SIZES = (1, 10, 100, 1_000, 10_000)
+EPSILONS = (0.1, 1.0, 5.0)
+#: The smallest normal float. The Gaussian noise refuses bounds whose sensitivity,
+#: ``max(|min_value|, |max_value|)``, is below it: python-dp's ``GaussianMechanism`` does not
+#: return for some such sensitivities (e.g. ``2**-1072``, where the bisection of
+#: ``CalculateGaussianStddev`` stalls), so they are not in the Gaussian sum's input space.
+SMALLEST_NORMAL = float(np.finfo(float).tiny)
+#: What one output costs, in records: the local backend handles every row in Python, about
+#: 50 us a row, so an output on ``n`` records costs about ``n / 10`` outputs on ten.
+RECORDS_PER_OUTPUT = 10.0
 
 
 def _engine(epsilon: float, delta: float) -> tuple[Any, Any]:
@@ -98,15 +134,23 @@ def aggregate(
     noise: str = "LAPLACE",
     bounds: tuple[float, float] = BOUNDS,
     n: int = N,
+    searched: bool = False,
 ) -> Function:
     """``DPEngine.aggregate`` of one metric of :data:`METRICS` with ``noise`` (``"LAPLACE"`` or
     ``"GAUSSIAN"``, a ``NoiseKind``), values clamped to ``bounds``, on public partitions, under
-    ``NaiveBudgetAccountant(epsilon, delta)``, on ``n`` records (privacy units)."""
+    ``NaiveBudgetAccountant(epsilon, delta)``, on ``n`` records (privacy units). ``searched``:
+    the function declares its input space (one of :data:`SEARCHED`), searched at every
+    ``epsilon`` with ``delta`` and the noise kept."""
     if metric not in METRICS:
         raise ValueError(f"metric must be one of {', '.join(METRICS)}, got {metric!r}")
     if noise not in ("LAPLACE", "GAUSSIAN"):
         raise ValueError(f"noise must be 'LAPLACE' or 'GAUSSIAN', got {noise!r}")
     lo, hi = bounds
+    if noise == "GAUSSIAN" and 0 < max(abs(lo), abs(hi)) < SMALLEST_NORMAL:
+        raise ValueError(
+            f"bounds ({lo!r}, {hi!r}) make a subnormal sensitivity, for which python-dp's "
+            "GaussianMechanism (PipelineDP's Gaussian noise) may not return"
+        )
     field = metric.lower()
 
     def params() -> Any:
@@ -140,9 +184,44 @@ def aggregate(
     def pairs(relation: str) -> dict[str, Sequence[NeighbouringPair]]:
         return bounded_pairs(n, lo, hi, relation, rounding=METRICS[metric])
 
+    def at(setting: Setting) -> Function:
+        return aggregate(
+            metric,
+            epsilon=setting.epsilon,
+            delta=delta,
+            noise=noise,
+            bounds=setting.bounds,
+            n=setting.size,
+        )
+
+    space = None
+    if searched:
+        if metric not in SEARCHED:
+            raise ValueError(f"searched needs one of {', '.join(SEARCHED)}, got {metric!r}")
+        rounding = METRICS[metric]
+        space = InputSpace(
+            default=Setting((float(lo), float(hi)), n, "float64", epsilon),
+            offsets=OFFSETS if metric != "VARIANCE" else SQUARED_OFFSETS,
+            widths=WIDTHS,
+            width_ulps=WIDTH_ULPS,
+            sizes=SIZES,
+            epsilons=EPSILONS,
+            specials=SPECIALS,
+            relations=("add_remove",),
+            generators=("boundary", "rounding", "special", "random")
+            if rounding
+            else ("boundary", "special", "random"),
+            accumulate=np.sum if rounding else None,
+            records_per_output=RECORDS_PER_OUTPUT,
+        )
     shown = f"epsilon={epsilon:g}, delta={delta:g}, noise={noise}, bounds=({lo:g}, {hi:g})"
     return Function(
-        f"aggregate.{metric}({shown})", release, {"add_remove": _claim(epsilon, delta)}, pairs
+        f"aggregate.{metric}({shown})",
+        release,
+        {"add_remove": _claim(epsilon, delta)},
+        pairs,
+        space=space,
+        at=None if space is None else at,
     )
 
 
@@ -188,8 +267,8 @@ def select_partitions(
 
 def functions() -> list[Function]:
     """The covered functions of PipelineDP, at their default settings."""
-    covered = [aggregate(metric) for metric in METRICS]
-    covered.append(aggregate("SUM", noise="GAUSSIAN", delta=1e-5))
+    covered = [aggregate(metric, searched=metric in SEARCHED) for metric in METRICS]
+    covered.append(aggregate("SUM", noise="GAUSSIAN", delta=1e-5, searched=True))
     covered += [select_partitions(strategy) for strategy in STRATEGIES]
     return covered
 

@@ -19,6 +19,22 @@ which neighbours they mean, so both relations are tried (silent). Partition sele
 from the number of privacy units in a partition, which only adding or removing a unit changes:
 its relation is ``add_remove``.
 
+Input spaces. The bounded sums, means, variances and standard deviations declare what they
+accept (:class:`~dpaudit.mechanisms.inputs.InputSpace`, searched by the battery): bounds at
+offsets from zero to ``2**1000`` (both signs) and widths of 1, ``2**20`` and down to 4 ulps of the
+offset, datasets of 1 to 100,000 records, ``epsilon`` from 0.1 to 5, and every special record
+(NaN, the infinities, ``-0.0``, subnormals, values outside the bounds: ``quick_result`` takes
+them all without an error). The sums and means take float records and the library's two integer
+types (``dtype="int"``, 32 bits, and ``"int64"``; integer bounds within their range). The
+variance and standard deviation take float records at offsets to ``2**100``: python-dp refuses
+bounds whose squares overflow (float bounds at ``2**1000``, and most of the integer grid: 32-bit
+bounds ``2**20`` wide or at ``2**30``, 64-bit bounds from ``2**52``), so those settings
+are left out. The default setting,
+the one audited without a search, is ``n = 10`` float records in ``bounds = (0, 1)``,
+``epsilon = 1``. The generators: records at the bounds, special records and random records, and
+for the sums and means the rounding search on a loop sum and overflow pairs for integer
+records.
+
 Every covered function is made by a factory whose parameters are the settings it is audited at
 (``epsilon``, ``delta``, ``bounds``, ``n`` records, ``dtype``); :func:`functions` lists the
 default settings.
@@ -40,6 +56,7 @@ from dpaudit.libraries.battery import (
     approx_dp_claim,
 )
 from dpaudit.mechanisms.base import NeighbouringPair
+from dpaudit.mechanisms.inputs import SPECIALS, InputSpace, Setting, powers_of_two
 from dpaudit.mechanisms.pairs import (
     UNITS,
     boundary_pairs,
@@ -76,6 +93,31 @@ BOUNDED = {
     "Median": False,
     "Percentile": False,
 }
+#: The aggregations that declare an input space, and whether their records may be integers.
+SEARCHED = {
+    "BoundedSum": True,
+    "BoundedMean": True,
+    "BoundedVariance": False,
+    "BoundedStandardDeviation": False,
+}
+#: python-dp's ``dtype`` for each record type of a setting.
+DTYPES = {"float64": "float", "int32": "int", "int64": "int64"}
+#: Offsets of the bounds the search tries (integer records keep those within their range).
+OFFSETS = (0.0, *powers_of_two((10, 30, 52, 62, 100, 1000), signed=True))
+#: Offsets of the variance's bounds: python-dp refuses bounds whose squares overflow (its
+#: ``Squaring the bounds caused overflow`` and ``LInf sensitivity must be a valid numeric
+#: value``), so ``2**1000`` is left out.
+SQUARED_OFFSETS = (0.0, *powers_of_two((10, 30, 52, 62, 100), signed=True))
+#: Widths of the bounds: absolute, and in ulps of the offset.
+WIDTHS = (1.0, 2.0**20)
+WIDTH_ULPS = (4, 2**10)
+#: Dataset sizes and epsilons the search tries.
+SIZES = (1, 10, 100, 1_000, 10_000, 100_000)
+EPSILONS = (0.1, 1.0, 5.0)
+#: What one call costs, in records: ``quick_result`` converts its list of records on every
+#: call, about 1.3 ms for 10,000 records against 5 us for 10 (a call on 100 records costs
+#: about two on few).
+RECORDS_PER_CALL = 100.0
 
 
 def _number(value: float) -> str:
@@ -158,12 +200,15 @@ def aggregation(
     dtype: str = "float",
     percentile: float = 0.25,
     overflow: bool = False,
+    searched: bool = False,
 ) -> Function:
     """An aggregation of ``pydp.algorithms.laplacian`` (``Count`` or one of :data:`BOUNDED`)
     built with ``epsilon``, ``bounds`` (``lower_bound``, ``upper_bound``; ignored by ``Count``)
     and ``dtype`` (``"float"``, ``"int"`` or ``"int64"``), released by ``quick_result`` on ``n``
     records. ``overflow``: the pairs are those on which a 64-bit sum of the records overflows.
-    The library is silent about its relation: both are tried."""
+    ``searched``: the function declares its input space (:func:`_space`; one of
+    :data:`SEARCHED`, at float records). The library is silent about its relation: both are
+    tried."""
     if name != "Count" and name not in BOUNDED:
         raise ValueError(f"name must be Count or one of {', '.join(BOUNDED)}, got {name!r}")
     if dtype not in ("float", "int", "int64"):
@@ -211,6 +256,24 @@ def aggregation(
     if name == "Percentile":
         shown.append(f"percentile={percentile:g}")
     shown.append(f"dtype={dtype}")
+
+    def at(setting: Setting) -> Function:
+        return aggregation(
+            name,
+            epsilon=setting.epsilon,
+            bounds=setting.bounds,
+            n=setting.size,
+            dtype=DTYPES[setting.dtype],
+        )
+
+    space = None
+    if searched:
+        if name not in SEARCHED or dtype != "float":
+            raise ValueError(
+                f"searched needs float records and one of {', '.join(SEARCHED)}, got {name!r} "
+                f"with dtype {dtype!r}"
+            )
+        space = _space(Setting((lo, hi), n, "float64", epsilon), integers=SEARCHED[name])
     claim = _claim(build())
     return Function(
         f"laplacian.{name}({', '.join(shown)})",
@@ -218,6 +281,31 @@ def aggregation(
         {relation: claim for relation in RELATIONS_SILENT},
         pairs,
         stated=False,
+        space=space,
+        at=None if space is None else at,
+    )
+
+
+def _space(default: Setting, *, integers: bool) -> InputSpace:
+    """The input space of a bounded aggregation at ``default``: float records (and the library's
+    integer types with ``integers``, a sum or mean, searched by the rounding and overflow
+    generators too) at every offset, width, size and ``epsilon``, every special record, both
+    relations; without ``integers`` (a variance) the offsets stop at ``2**100``, where the
+    squares of the bounds still fit."""
+    generators = ("boundary", "rounding", "overflow", "special", "random")
+    return InputSpace(
+        default=default,
+        offsets=OFFSETS if integers else SQUARED_OFFSETS,
+        widths=WIDTHS,
+        width_ulps=WIDTH_ULPS,
+        sizes=SIZES,
+        dtypes=tuple(DTYPES) if integers else ("float64",),
+        epsilons=EPSILONS,
+        specials=SPECIALS,
+        relations=RELATIONS_SILENT,
+        generators=generators if integers else ("boundary", "special", "random"),
+        accumulate=_loop_sum if integers else None,
+        records_per_output=RECORDS_PER_CALL,
     )
 
 
@@ -273,7 +361,7 @@ def functions() -> list[Function]:
     """The covered functions of python-dp, at their default settings."""
     covered = [mechanism("LaplaceMechanism"), mechanism("GaussianMechanism")]
     covered.append(aggregation("Count"))
-    covered += [aggregation(name) for name in BOUNDED]
+    covered += [aggregation(name, searched=name in SEARCHED) for name in BOUNDED]
     covered.append(aggregation("BoundedSum", bounds=(0, 10), dtype="int"))
     covered.append(aggregation("BoundedSum", bounds=INT64_BOUNDS, dtype="int64", overflow=True))
     covered += [partition_selection(strategy) for strategy in STRATEGIES]

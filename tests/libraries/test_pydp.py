@@ -84,3 +84,99 @@ def test_a_small_battery_raises_no_false_alarm_and_is_not_reproducible_by_seed()
     document = result.document()
     assert document["battery"]["seed"] == NOT_REPRODUCIBLE
     assert {a["seed"] for a in document["audits"]} == {NOT_REPRODUCIBLE}
+
+
+SUM = "laplacian.BoundedSum(epsilon=1, bounds=(0, 1), dtype=float)"
+VARIANCE = "laplacian.BoundedVariance(epsilon=1, bounds=(0, 1), dtype=float)"
+
+
+def test_the_bounded_aggregations_declare_their_input_spaces():
+    spaces = {f.name: f.space for f in battery.functions() if f.space is not None}
+    assert sorted(spaces) == sorted(
+        f"laplacian.{name}(epsilon=1, bounds=(0, 1), dtype=float)" for name in battery.SEARCHED
+    )
+    space = spaces[SUM]
+    assert space.default.bounds == (0.0, 1.0) and space.default.size == 10
+    assert max(space.offsets) == 2.0**1000 and min(space.offsets) == -(2.0**1000)
+    assert 4 in space.width_ulps and 10_000 in space.sizes
+    assert set(space.dtypes) == {"float64", "int32", "int64"}
+    assert set(space.specials) == {"nan", "inf", "-inf", "-0", "subnormal", "outside"}
+    assert set(space.relations) == {"replace_one", "add_remove"}
+    assert "rounding" in space.generators and "overflow" in space.generators
+    assert max(spaces[VARIANCE].offsets) == 2.0**100
+    assert spaces[VARIANCE].dtypes == ("float64",)
+
+
+def test_the_variance_space_leaves_out_the_bounds_the_library_refuses():
+    # The reason the variance's offsets stop below 2**1000: the library refuses such bounds.
+    from pydp.algorithms.laplacian import BoundedVariance
+
+    with pytest.raises(RuntimeError, match="LInf sensitivity"):
+        BoundedVariance(epsilon=1.0, lower_bound=2.0**1000, upper_bound=2.0**1001, dtype="float")
+    for lower, upper in {
+        s.bounds for s in battery.aggregation("BoundedVariance", searched=True).space.settings()
+    }:
+        assert abs(lower) <= 2.0**101 and abs(upper) <= 2.0**101
+
+
+def test_a_setting_of_the_space_builds_a_working_release_with_its_claim():
+    from dpaudit.mechanisms.inputs import Setting
+
+    function = battery.aggregation("BoundedSum", searched=True)
+    setting = Setting((2.0**30, 2.0**30 + 4 * 2.0**-22), 1000, "float64", 0.1)
+    at = function.at(setting)
+    assert {c.table["eps"] for c in at.claims.values()} == {0.1}
+    out = at.release()(np.full(1000, 2.0**30), 3, np.random.default_rng(0))
+    assert out.shape == (3,) and np.all(np.isfinite(out))
+    integer = function.at(Setting((0, 10), 10, "int64", 1.0))
+    assert integer.name.endswith("dtype=int64)")
+    assert integer.release()(np.full(10, 5), 2, np.random.default_rng(0)).shape == (2,)
+
+
+def test_bad_pins_and_a_space_the_library_has_not_are_refused():
+    from dpaudit.libraries import plan_battery
+
+    with pytest.raises(ValueError, match="bounds need lower < upper"):
+        plan_battery("python-dp", functions=[SUM], bounds=[(1.0, 0.0)])
+    with pytest.raises(ValueError, match="sizes"):
+        plan_battery("python-dp", functions=[SUM], sizes=[0])
+    with pytest.raises(ValueError, match="searched needs"):
+        battery.aggregation("Median", searched=True)
+    pinned = plan_battery(
+        "python-dp", functions=[SUM], bounds=[(2.0**52, 2.0**52 + 4)], sizes=[100], quick=True
+    )
+    assert {c.setting.bounds for r in pinned.rows for c in r.candidates} == {(2.0**52, 2.0**52 + 4)}
+
+
+def test_a_laplace_noise_whose_granularity_underflows_is_zero():
+    # Why the sums are refuted at bounds a few ulps of zero wide: the library's Laplace noise is
+    # a geometric sample times a granularity, the power of two above (sensitivity / epsilon) /
+    # 2**40; below 2**-1074 that is 0, and so is the noise. Deterministic: no tolerance.
+    from pydp.algorithms.numerical_mechanisms import LaplaceMechanism
+
+    tiny = LaplaceMechanism(epsilon=1.0, sensitivity=2.0**-1072)
+    assert {tiny.add_noise(0.0) for _ in range(1000)} == {0.0}
+    # Above the underflow the noise is there (a zero draw has probability below 1e-3 each).
+    normal = LaplaceMechanism(epsilon=1.0, sensitivity=2.0**-1000)
+    assert sum(normal.add_noise(0.0) != 0.0 for _ in range(1000)) > 900
+    # BoundedSum at bounds [0, 2**-1072] releases the exact sum: replacing one record moves it.
+    upper = 2.0**-1072
+    from pydp.algorithms.laplacian import BoundedSum
+
+    algorithm = BoundedSum(epsilon=1.0, lower_bound=0.0, upper_bound=upper, dtype="float")
+    assert {algorithm.quick_result([0.0] * 10) for _ in range(200)} == {0.0}
+    assert {algorithm.quick_result([0.0] * 9 + [upper]) for _ in range(200)} == {upper}
+
+
+def test_the_integer_mean_wraps_its_32_bit_sum():
+    # Why BoundedMean(dtype="int") is refuted by the overflow pairs: its running sum is a
+    # 32-bit integer. 2,047 records at 2**20 and one at 0 sum to 2**31 - 2**20; with the last
+    # record at 2**20 too the sum 2**31 wraps to -2**31 and the mean is clamped to the lower
+    # bound 0. The noise of the sum has scale 2**19 / 0.05: a draw crossing that gap (about 1e9)
+    # has probability below 1e-40.
+    from pydp.algorithms.laplacian import BoundedMean
+
+    algorithm = BoundedMean(epsilon=0.1, lower_bound=0, upper_bound=2**20, dtype="int")
+    below = [algorithm.quick_result([2**20] * 2047 + [0]) for _ in range(300)]
+    wrapped = [algorithm.quick_result([2**20] * 2048) for _ in range(300)]
+    assert min(below) > 2**19 and set(wrapped) == {0.0}
