@@ -474,9 +474,10 @@ def search_inputs(
         :class:`SearchBudget`. ``outputs``: the screen takes candidates in order while it can
         still pay for its own audits and for ``finalists`` confirmations of the costliest
         candidate taken; ``seconds``: the screen stops after
-        :data:`SCREEN_SECONDS_SHARE` of them, and a confirmation that the screen's speed
-        predicts to overrun the rest gets fewer trials (never fewer than
-        :data:`MIN_CONFIRM_TRIALS`). ``None``: every candidate, full trials.
+        :data:`SCREEN_SECONDS_SHARE` of them, and a confirmation that its candidate's own
+        screen speed predicts to overrun the rest gets fewer trials (never fewer than
+        :data:`MIN_CONFIRM_TRIALS`): a function may be far slower on some inputs than on
+        others. ``None``: every candidate, full trials.
     seed:
         Seed of the confirmations (confirmation ``j`` uses ``seed + j``).
     screen_seed:
@@ -554,6 +555,7 @@ def search_inputs(
     seeds = _pilot_seeds(screen_seed, len(cands), final_seeds)
     eps = np.full(len(cands), np.nan)
     score = np.full(len(cands), np.nan)
+    speed = np.zeros(len(cands))  # seconds per weighted output of each candidate's screen
     promising = np.zeros(len(cands), dtype=bool)
     errors: dict[int, str] = {}
     first_error: BaseException | None = None
@@ -571,6 +573,7 @@ def search_inputs(
         held = max(reserve, finalists * confirm_cost(i))
         if budget.outputs is not None and spent + cost + held > budget.outputs:
             continue  # a costlier candidate than the budget allows; a cheaper one may fit
+        began = time.perf_counter()
         try:
             pair = c.pair()
             result, claim = run(
@@ -590,6 +593,7 @@ def search_inputs(
             continue
         spent += cost
         reserve = held
+        speed[i] = (time.perf_counter() - began) / cost
         eps[i] = result.epsilon_lower_bound(delta)
         if claim is None:
             score[i] = eps[i]
@@ -611,9 +615,10 @@ def search_inputs(
     claims: list[TradeoffCurve | None] = []
     kept: list[int] = []
     cut = []
-    rate = screen_seconds / spent if spent else 0.0  # seconds per weighted output
+    overall = screen_seconds / spent if spent else 0.0  # seconds per weighted output
     for j, i in enumerate(chosen):
         t = confirm_trials_for(trials, weights[i])
+        rate = speed[i] or overall
         if budget.seconds is not None and rate > 0:
             left = (budget.seconds - (time.perf_counter() - start)) / (len(chosen) - j)
             predicted = rate * confirm_cost(i)

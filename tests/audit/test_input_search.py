@@ -10,6 +10,7 @@ are stated where they are not structural.
 from __future__ import annotations
 
 import math
+import time
 from functools import partial
 
 import numpy as np
@@ -175,6 +176,35 @@ def test_a_seconds_budget_stops_the_screen_and_says_so():
     )
     assert found.settings["stopped"].startswith("seconds: screen stopped after")
     assert len(found.finals) == 1
+
+
+def _slow_on_large_shifts(dataset, size, rng):
+    """The Laplace sum, 4 ms per output when the record is beyond 2 (the shift of 4 only)."""
+    if float(np.sum(dataset)) > 2.0:
+        time.sleep(0.004 * size)
+    return _laplace(dataset, size, rng)
+
+
+def test_a_confirmation_is_cut_by_its_own_candidates_speed_not_the_screens_average():
+    # Nine candidates whose outputs cost microseconds and one (shift 4, the best: it refutes
+    # the claimed eps = 1 fourfold) whose outputs cost 4 ms. Its screen (about 100 outputs a
+    # side, 0.8 s) predicts that 3,000 outputs a side would take 24 s, far beyond the 5 s of the
+    # budget, so its confirmation gets fewer trials; the screen's average speed over all ten
+    # (about 0.08 ms an output) predicts 0.5 s and would cut nothing. The assertions are on the
+    # choice, not on timings: any machine runs the sleep at least as slowly as it says.
+    box = BlackBox(_slow_on_large_shifts, approx_dp(1.0, 0.0), vectorised=True)
+    found = search_inputs(
+        lambda candidate: (box, approx_dp(1.0, 0.0)),
+        _shifts([0.1] * 9 + [4.0]),
+        trials=2000,
+        screen_trials=64,
+        finalists=1,
+        seed=0,
+        budget=SearchBudget(seconds=5.0),
+    )
+    assert found.chosen == [9]
+    assert found.settings["trials_cut_by_seconds"] == [9]
+    assert MIN_CONFIRM_TRIALS <= found.finals[0].trials < 2000
 
 
 @pytest.mark.parametrize(
