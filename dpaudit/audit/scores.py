@@ -153,7 +153,7 @@ def _grid_and_counts(
     bins[order] = np.where(finite, np.cumsum(new), np.where(merged > 0, grid.n_bins - 1, 0))
     ends = np.cumsum([run.size for run in runs])
     return grid, [
-        np.bincount(part, minlength=grid.n_bins).astype(np.int64)
+        np.bincount(part, minlength=grid.n_bins).astype(np.int64, copy=False)
         for part in np.split(bins, ends[:-1])
     ]
 
