@@ -34,14 +34,18 @@ def test_a_small_battery_raises_no_false_alarm():
     assert not run_battery("diffprivlib-models", trials=200, quick=True, functions=[name]).refuted
 
 
-def test_linear_regression_degenerates_on_records_at_its_lower_bound_by_its_diagonal_sensitivity():
+@pytest.mark.parametrize("upper", [1.0, 2.0**20])
+def test_linear_regression_degenerates_on_records_at_its_lower_bound_by_its_diagonal_sensitivity(
+    upper: float,
+):
     # The code path behind the refutation of LinearRegression (bench/library_bugs.toml): after
     # centring, diffprivlib 0.6.6 scales the noise of each X_i * X_i term to the lower bound
     # squared, taken twice (`np.abs([bounds_X[0][i], bounds_X[0][i]])` in
     # `_construct_regression_obj`). Records at the lower bound centre it near 0, that term gets
     # almost no noise and the fit runs off to huge coefficients; one record moved to the upper
-    # bound, or the larger of the two bounds in that line, and it does not. Fixed seeds; with
-    # the degenerate share at about 0.56, fewer than 10 of 40 has probability about 1e-5.
+    # bound, or the larger of the two bounds in that line, and it does not (bounds (0, 1), and
+    # (0, 2^20) where the search refuted it). Fixed seeds; with the degenerate share at about
+    # 0.56, fewer than 10 of 40 has probability about 1e-5.
     import inspect
     import warnings
 
@@ -64,15 +68,15 @@ def test_linear_regression_degenerates_on_records_at_its_lower_bound_by_its_diag
             for _ in range(40):
                 fitted = module.LinearRegression(
                     epsilon=1.0,
-                    bounds_X=(0.0, 1.0),
-                    bounds_y=(0.0, 1.0),
+                    bounds_X=(0.0, upper),
+                    bounds_y=(0.0, upper),
                     random_state=state,
                     accountant=BudgetAccountant(),
                 ).fit(records[:, None], records)
                 coefficients.append(abs(fitted.coef_[0]))
         return int(np.sum(np.asarray(coefficients) > 1e6))
 
-    at_lower, moved = np.zeros(10), np.r_[1.0, np.zeros(9)]
+    at_lower, moved = np.zeros(10), np.r_[upper, np.zeros(9)]
     shipped, fixed = module._construct_regression_obj, namespace["_construct_regression_obj"]
     assert degenerate(at_lower, shipped) >= 10
     assert degenerate(moved, shipped) == 0
