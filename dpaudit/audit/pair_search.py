@@ -573,9 +573,9 @@ def search_inputs(
         held = max(reserve, finalists * confirm_cost(i))
         if budget.outputs is not None and spent + cost + held > budget.outputs:
             continue  # a costlier candidate than the budget allows; a cheaper one may fit
-        began = time.perf_counter()
         try:
             pair = c.pair()
+            began = time.perf_counter()  # the audit's own time: what a confirmation repeats
             result, claim = run(
                 c,
                 pair,
