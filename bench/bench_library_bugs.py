@@ -34,6 +34,7 @@ at all, which is not dpaudit finding it.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import re
@@ -206,7 +207,7 @@ def _space(
     bounds at the batteries' offsets (zero to ``2**1000``, both signs) and widths (1 and
     ``2**20``, and 4 and 1024 ulps of the offset), the ``sizes`` the function's cost allows,
     ``epsilon`` in 0.1, 1, 5, and the special records the function accepts without an error."""
-    from dpaudit.libraries.diffprivlib import EPSILONS, OFFSETS, WIDTH_ULPS, WIDTHS
+    from dpaudit.libraries.battery import EPSILONS, OFFSETS, WIDTH_ULPS, WIDTHS
     from dpaudit.mechanisms.inputs import InputSpace, Setting
 
     return InputSpace(
@@ -352,6 +353,7 @@ def _opendp_library(name: str, build: Callable[[Any, float], Any]) -> Any:
     from dpaudit.libraries.battery import Library
     from dpaudit.libraries.opendp import RECORDS_PER_OUTPUT
 
+    @functools.cache  # built once per setting, for its release and for its claim
     def measurement_at(setting: Any) -> Any:
         # The stated eps of a Laplace measurement is inversely proportional to its scale.
         scale = _opendp_claimed(build(setting, 1.0), 2) / setting.epsilon

@@ -82,7 +82,7 @@ from dpaudit.audit.pair_search import SearchBudget, search_cost, search_inputs
 from dpaudit.bounds.tradeoff import TradeoffCurve, approx_dp
 from dpaudit.mechanisms.base import RELATIONS, NeighbouringPair
 from dpaudit.mechanisms.blackbox import BlackBox, describe_outputs
-from dpaudit.mechanisms.inputs import Candidate, InputSpace, Setting, shown_number
+from dpaudit.mechanisms.inputs import Candidate, InputSpace, Setting, powers_of_two, shown_number
 from dpaudit.mechanisms.pairs import (
     boundary_pairs,
     random_pairs,
@@ -99,10 +99,15 @@ __all__ = [
     "Claimed",
     "Function",
     "Library",
+    "EPSILONS",
     "NOT_REPRODUCIBLE",
+    "OFFSETS",
     "Plan",
     "Row",
     "RANDOM_BUDGET",
+    "SQUARED_OFFSETS",
+    "WIDTHS",
+    "WIDTH_ULPS",
     "approx_dp_claim",
     "audit_draws",
     "bounded_pairs",
@@ -118,6 +123,19 @@ Release = Callable[[np.ndarray, int, np.random.Generator], Any]
 
 #: Pairs the ``random`` generator draws for a function of a library module.
 RANDOM_BUDGET = 8
+
+#: The grid the input spaces of the library batteries search. Offsets of the bounds: zero and
+#: powers of two up to the float's range, both signs (integer records keep those within their
+#: range).
+OFFSETS = (0.0, *powers_of_two((10, 30, 52, 62, 100, 1000), signed=True))
+#: The offsets of a statistic that squares its bounds or records (a variance): they stop at
+#: ``2**100``, where the squares still fit in a float.
+SQUARED_OFFSETS = (0.0, *powers_of_two((10, 30, 52, 62, 100), signed=True))
+#: Widths of the bounds: absolute, and in ulps of the offset.
+WIDTHS = (1.0, 2.0**20)
+WIDTH_ULPS = (4, 2**10)
+#: The ``epsilon`` values the search tries.
+EPSILONS = (0.1, 1.0, 5.0)
 
 
 def bounded_pairs(

@@ -36,9 +36,19 @@ from typing import Any
 
 import numpy as np
 
-from dpaudit.libraries.battery import RANDOM_BUDGET, Function, Library, Release, approx_dp_claim
+from dpaudit.libraries.battery import (
+    EPSILONS,
+    OFFSETS,
+    RANDOM_BUDGET,
+    WIDTH_ULPS,
+    WIDTHS,
+    Function,
+    Library,
+    Release,
+    approx_dp_claim,
+)
 from dpaudit.mechanisms.base import NeighbouringPair
-from dpaudit.mechanisms.inputs import SPECIALS, InputSpace, Setting, powers_of_two
+from dpaudit.mechanisms.inputs import SPECIALS, InputSpace, Setting
 from dpaudit.mechanisms.pairs import (
     answer_pairs,
     boundary_pairs,
@@ -57,14 +67,9 @@ BOUNDS = (0.0, 1.0)
 INT_BOUNDS = (0, 2**61)
 RELATIONS_SILENT = ("replace_one", "add_remove")
 
-#: Offsets of the bounds the search tries: zero and powers of two up to the float's range.
-OFFSETS = (0.0, *powers_of_two((10, 30, 52, 62, 100, 1000), signed=True))
-#: Widths of the bounds: absolute, and in ulps of the offset.
-WIDTHS = (1.0, 2.0**20)
-WIDTH_ULPS = (4, 2**10)
-#: Dataset sizes and epsilons the search tries.
+#: Dataset sizes the search tries (the bounds and ``epsilon`` are the batteries' grid:
+#: :data:`~dpaudit.libraries.battery.OFFSETS` and the rest).
 SIZES = (1, 10, 100, 1_000, 10_000, 100_000, 1_000_000)
-EPSILONS = (0.1, 1.0, 5.0)
 #: What one call costs, in records: a tool call costs about as much as summing this many.
 RECORDS_PER_CALL = 10_000.0
 

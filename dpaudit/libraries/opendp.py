@@ -44,7 +44,16 @@ import numpy as np
 
 from dpaudit.bounds.rdp import ZCDP
 from dpaudit.bounds.tradeoff import approx_dp
-from dpaudit.libraries.battery import RANDOM_BUDGET, Claimed, Function, Library, Release
+from dpaudit.libraries.battery import (
+    EPSILONS,
+    RANDOM_BUDGET,
+    WIDTH_ULPS,
+    WIDTHS,
+    Claimed,
+    Function,
+    Library,
+    Release,
+)
 from dpaudit.mechanisms.base import NeighbouringPair
 from dpaudit.mechanisms.inputs import InputSpace, Setting, powers_of_two
 from dpaudit.mechanisms.pairs import (
@@ -75,12 +84,10 @@ N = 10
 D_IN = {"add_remove": 1, "replace_one": 2}
 
 #: Offsets of the bounds the search tries (float records; the integers keep those within 32
-#: bits), widths, sizes and epsilons.
+#: bits) and sizes; the widths and ``epsilon`` are the batteries' grid
+#: (:data:`~dpaudit.libraries.battery.WIDTHS` and the rest).
 OFFSETS = (0.0, *powers_of_two((10, 20, 30, 52, 100, 1000), signed=True))
-WIDTHS = (1.0, 2.0**20)
-WIDTH_ULPS = (4, 2**10)
 SIZES = (1, 10, 100, 1_000, 10_000, 100_000, 1_000_000)
-EPSILONS = (0.1, 1.0, 5.0)
 #: Special records OpenDP's float domain (``nan=False``) accepts.
 FLOAT_SPECIALS = ("inf", "-inf", "-0", "subnormal", "outside")
 #: What one output costs, in records: the transformation runs once per chunk of outputs on

@@ -47,6 +47,11 @@ from typing import Any
 import numpy as np
 
 from dpaudit.libraries.battery import (
+    EPSILONS,
+    OFFSETS,
+    SQUARED_OFFSETS,
+    WIDTH_ULPS,
+    WIDTHS,
     Claimed,
     Function,
     Library,
@@ -55,11 +60,8 @@ from dpaudit.libraries.battery import (
     bounded_pairs,
 )
 from dpaudit.mechanisms.base import NeighbouringPair
-from dpaudit.mechanisms.inputs import SPECIALS, InputSpace, Setting, powers_of_two
-from dpaudit.mechanisms.pairs import (
-    UNITS,
-    unit_pairs,
-)
+from dpaudit.mechanisms.inputs import SPECIALS, InputSpace, Setting
+from dpaudit.mechanisms.pairs import UNITS, unit_pairs
 
 __all__ = ["LIBRARY", "aggregate", "functions", "select_partitions"]
 
@@ -73,16 +75,11 @@ METRICS = {"COUNT": False, "PRIVACY_ID_COUNT": False, "SUM": True, "MEAN": True,
 STRATEGIES = ("TRUNCATED_GEOMETRIC", "LAPLACE_THRESHOLDING", "GAUSSIAN_THRESHOLDING")
 #: The metrics that declare an input space.
 SEARCHED = ("SUM", "MEAN", "VARIANCE")
-#: Offsets of the bounds the search tries; the variance's stop at ``2**100`` (at ``2**1000``
-#: the squares of its records overflow and ``aggregate`` raises ``OverflowError``).
-OFFSETS = (0.0, *powers_of_two((10, 30, 52, 62, 100, 1000), signed=True))
-SQUARED_OFFSETS = (0.0, *powers_of_two((10, 30, 52, 62, 100), signed=True))
-#: Widths of the bounds: absolute, and in ulps of the offset.
-WIDTHS = (1.0, 2.0**20)
-WIDTH_ULPS = (4, 2**10)
-#: Dataset sizes (privacy units) and epsilons the search tries.
+#: Dataset sizes (privacy units) the search tries (the bounds and ``epsilon`` are the
+#: batteries' grid, :data:`~dpaudit.libraries.battery.OFFSETS` and the rest; the variance's
+#: offsets are :data:`~dpaudit.libraries.battery.SQUARED_OFFSETS`: at ``2**1000`` the squares
+#: of its records overflow and ``aggregate`` raises ``OverflowError``).
 SIZES = (1, 10, 100, 1_000, 10_000)
-EPSILONS = (0.1, 1.0, 5.0)
 #: The smallest normal float. The Gaussian noise refuses bounds whose sensitivity,
 #: ``max(|min_value|, |max_value|)``, is below it: python-dp's ``GaussianMechanism`` does not
 #: return for some such sensitivities (e.g. ``2**-1072``, where the bisection of

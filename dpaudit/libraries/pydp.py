@@ -48,7 +48,12 @@ from typing import Any
 import numpy as np
 
 from dpaudit.libraries.battery import (
+    EPSILONS,
+    OFFSETS,
     RANDOM_BUDGET,
+    SQUARED_OFFSETS,
+    WIDTH_ULPS,
+    WIDTHS,
     Claimed,
     Function,
     Library,
@@ -56,7 +61,7 @@ from dpaudit.libraries.battery import (
     approx_dp_claim,
 )
 from dpaudit.mechanisms.base import NeighbouringPair
-from dpaudit.mechanisms.inputs import SPECIALS, InputSpace, Setting, powers_of_two
+from dpaudit.mechanisms.inputs import SPECIALS, InputSpace, Setting
 from dpaudit.mechanisms.pairs import (
     UNITS,
     boundary_pairs,
@@ -102,18 +107,12 @@ SEARCHED = {
 }
 #: python-dp's ``dtype`` for each record type of a setting.
 DTYPES = {"float64": "float", "int32": "int", "int64": "int64"}
-#: Offsets of the bounds the search tries (integer records keep those within their range).
-OFFSETS = (0.0, *powers_of_two((10, 30, 52, 62, 100, 1000), signed=True))
-#: Offsets of the variance's bounds: python-dp refuses bounds whose squares overflow (its
-#: ``Squaring the bounds caused overflow`` and ``LInf sensitivity must be a valid numeric
-#: value``), so ``2**1000`` is left out.
-SQUARED_OFFSETS = (0.0, *powers_of_two((10, 30, 52, 62, 100), signed=True))
-#: Widths of the bounds: absolute, and in ulps of the offset.
-WIDTHS = (1.0, 2.0**20)
-WIDTH_ULPS = (4, 2**10)
-#: Dataset sizes and epsilons the search tries.
+#: Dataset sizes the search tries (the bounds and ``epsilon`` are the batteries' grid,
+#: :data:`~dpaudit.libraries.battery.OFFSETS` and the rest; the variance's offsets are
+#: :data:`~dpaudit.libraries.battery.SQUARED_OFFSETS`: python-dp refuses bounds whose squares
+#: overflow, with ``Squaring the bounds caused overflow`` and ``LInf sensitivity must be a valid
+#: numeric value``).
 SIZES = (1, 10, 100, 1_000, 10_000, 100_000)
-EPSILONS = (0.1, 1.0, 5.0)
 #: What one call costs, in records: ``quick_result`` converts its list of records on every
 #: call, about 1.3 ms for 10,000 records against 5 us for 10 (a call on 100 records costs
 #: about two on few).

@@ -38,10 +38,7 @@ import numpy as np
 
 from dpaudit.libraries.battery import Function, Library, Release, approx_dp_claim, bounded_pairs
 from dpaudit.mechanisms.base import NeighbouringPair
-from dpaudit.mechanisms.pairs import (
-    UNITS,
-    unit_pairs,
-)
+from dpaudit.mechanisms.pairs import UNITS, unit_pairs
 
 __all__ = ["LIBRARY", "censored_count", "functions", "query"]
 
