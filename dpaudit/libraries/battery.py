@@ -139,17 +139,27 @@ EPSILONS = (0.1, 1.0, 5.0)
 
 
 def bounded_pairs(
-    n: int, low: float, high: float, relation: str, *, rounding: bool
+    n: int,
+    low: float,
+    high: float,
+    relation: str,
+    *,
+    rounding: bool,
+    integer: bool = False,
+    accumulate: Callable[[np.ndarray], Any] = np.sum,
 ) -> dict[str, Sequence[NeighbouringPair]]:
-    """The pairs of a statistic of ``n`` records in ``[low, high]`` under ``relation``: the
-    ``boundary`` generator's, the ``rounding`` generator's when the statistic sums floats
-    (``rounding``), and :data:`RANDOM_BUDGET` of the ``random`` generator's."""
+    """The pairs of a statistic of ``n`` records in ``[low, high]`` (integers with ``integer``)
+    under ``relation``: the ``boundary`` generator's, the ``rounding`` generator's when the
+    statistic sums floats (``rounding``; summed as ``accumulate`` sums), and
+    :data:`RANDOM_BUDGET` of the ``random`` generator's."""
     out: dict[str, Sequence[NeighbouringPair]] = {
-        "boundary": boundary_pairs(n, low, high, relation=relation)
+        "boundary": boundary_pairs(n, low, high, relation=relation, integer=integer)
     }
     if rounding:
-        out["rounding"] = rounding_pairs(n, low, high, relation=relation)
-    out["random"] = random_pairs(n, low, high, relation=relation, budget=RANDOM_BUDGET)
+        out["rounding"] = rounding_pairs(n, low, high, relation=relation, accumulate=accumulate)
+    out["random"] = random_pairs(
+        n, low, high, relation=relation, budget=RANDOM_BUDGET, integer=integer
+    )
     return out
 
 

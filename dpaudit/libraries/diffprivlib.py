@@ -46,6 +46,7 @@ from dpaudit.libraries.battery import (
     Library,
     Release,
     approx_dp_claim,
+    bounded_pairs,
 )
 from dpaudit.mechanisms.base import NeighbouringPair
 from dpaudit.mechanisms.inputs import SPECIALS, InputSpace, Setting
@@ -54,7 +55,6 @@ from dpaudit.mechanisms.pairs import (
     boundary_pairs,
     overflow_pairs,
     random_pairs,
-    rounding_pairs,
 )
 
 __all__ = ["LIBRARY", "functions"]
@@ -247,17 +247,9 @@ def _tool(
     lo, hi = bounds
 
     def pairs(relation: str) -> dict[str, Sequence[NeighbouringPair]]:
-        out: dict[str, Sequence[NeighbouringPair]] = {}
         if overflow:
-            out["overflow"] = overflow_pairs(int(lo), int(hi), relation=relation)
-            return out
-        out["boundary"] = boundary_pairs(N, lo, hi, relation=relation, integer=integer)
-        if rounding:
-            out["rounding"] = rounding_pairs(N, lo, hi, relation=relation, accumulate=np.sum)
-        out["random"] = random_pairs(
-            N, lo, hi, relation=relation, budget=RANDOM_BUDGET, integer=integer
-        )
-        return out
+            return {"overflow": overflow_pairs(int(lo), int(hi), relation=relation)}
+        return bounded_pairs(N, lo, hi, relation, rounding=rounding, integer=integer)
 
     def at(setting: Setting) -> Function:
         changed = {**kwargs, "epsilon": setting.epsilon}

@@ -53,6 +53,7 @@ from dpaudit.libraries.battery import (
     Function,
     Library,
     Release,
+    bounded_pairs,
 )
 from dpaudit.mechanisms.base import NeighbouringPair
 from dpaudit.mechanisms.inputs import InputSpace, Setting, powers_of_two
@@ -61,7 +62,6 @@ from dpaudit.mechanisms.pairs import (
     boundary_pairs,
     overflow_pairs,
     random_pairs,
-    rounding_pairs,
     unit_pairs,
 )
 
@@ -254,15 +254,7 @@ def _pipeline(
     def pairs(relation: str) -> dict[str, Sequence[NeighbouringPair]]:
         if overflow:
             return {"overflow": overflow_pairs(int(lo), int(hi), relation=relation, dtype=np.int32)}
-        out: dict[str, Sequence[NeighbouringPair]] = {
-            "boundary": boundary_pairs(size, lo, hi, relation=relation, integer=integer)
-        }
-        if not integer:
-            out["rounding"] = rounding_pairs(size, lo, hi, relation=relation, accumulate=np.sum)
-        out["random"] = random_pairs(
-            size, lo, hi, relation=relation, budget=RANDOM_BUDGET, integer=integer
-        )
-        return out
+        return bounded_pairs(size, lo, hi, relation, rounding=not integer, integer=integer)
 
     def at(setting: Setting) -> Function:
         """The pipeline at ``setting``: its bounds, its size (the resize's, for a mean), and
@@ -340,10 +332,7 @@ def _one_value_pairs(low: float, high: float, integer: bool) -> Any:
 def _records_pairs(n: int, bounds: tuple[float, float], relations: Sequence[str]) -> Any:
     def pairs(relation: str) -> dict[str, Sequence[NeighbouringPair]]:
         lo, hi = bounds
-        return {
-            "boundary": boundary_pairs(n, lo, hi, relation=relation),
-            "random": random_pairs(n, lo, hi, relation=relation, budget=RANDOM_BUDGET),
-        }
+        return bounded_pairs(n, lo, hi, relation, rounding=False)
 
     return pairs
 

@@ -59,6 +59,7 @@ from dpaudit.libraries.battery import (
     Library,
     Release,
     approx_dp_claim,
+    bounded_pairs,
 )
 from dpaudit.mechanisms.base import NeighbouringPair
 from dpaudit.mechanisms.inputs import SPECIALS, InputSpace, Setting
@@ -67,7 +68,6 @@ from dpaudit.mechanisms.pairs import (
     boundary_pairs,
     overflow_pairs,
     random_pairs,
-    rounding_pairs,
     unit_pairs,
 )
 
@@ -239,15 +239,10 @@ def aggregation(
     def pairs(relation: str) -> dict[str, Sequence[NeighbouringPair]]:
         if overflow:
             return {"overflow": overflow_pairs(int(lo), int(hi), relation=relation)}
-        out: dict[str, Sequence[NeighbouringPair]] = {
-            "boundary": boundary_pairs(n, lo, hi, relation=relation, integer=integer)
-        }
-        if BOUNDED.get(name) and not integer:
-            out["rounding"] = rounding_pairs(n, lo, hi, relation=relation, accumulate=_loop_sum)
-        out["random"] = random_pairs(
-            n, lo, hi, relation=relation, budget=RANDOM_BUDGET, integer=integer
+        rounding = bool(BOUNDED.get(name)) and not integer
+        return bounded_pairs(
+            n, lo, hi, relation, rounding=rounding, integer=integer, accumulate=_loop_sum
         )
-        return out
 
     shown = [f"epsilon={epsilon:g}"]
     if name != "Count":
