@@ -256,7 +256,8 @@ def run(args: argparse.Namespace) -> list[tuple[str, str, str]]:
     ``[(claim, "violated" | "consistent", "consistent")]`` with ``--claim-mu``, else ``[]``."""
     from dpaudit import reports
     from dpaudit.audit.one_run import audit_one_run
-    from dpaudit.audit.scores import FEW_VALUES, audit_scores
+    from dpaudit.audit.scores import audit_scores
+    from dpaudit.audit.strategies import FEW_VALUES
     from dpaudit.bounds.gaussian_dp import gdp
     from dpaudit.reports.one_run import write_one_run
     from dpaudit.reports.text import level_per_test

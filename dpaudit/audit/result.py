@@ -33,10 +33,13 @@ from dpaudit.audit.grid import ScoreGrid
 from dpaudit.audit.lower_bounds import epsilon_from_errors, mu_from_errors, violation_margin
 from dpaudit.audit.privacy_loss import PrivacyLossStatistics
 from dpaudit.audit.strategies import (
+    MU_SHAPES,
     band_ceiling_errors,
+    band_shape,
     bonferroni_candidates,
     ceiling_errors,
     choose_threshold,
+    crossed_tests,
     exact_share,
     oracle_errors,
 )
@@ -217,16 +220,45 @@ class AuditResult:
         return np.flatnonzero(self.selection_counts[:, 1:].sum(axis=0) > 0)
 
     @cached_property
+    def _band_shapes(self) -> tuple[str, str]:
+        """The shapes of the exact bands of ``alpha`` and ``beta``, each chosen from the *other*
+        side's trials, selection and evaluation pooled (:func:`~dpaudit.audit.strategies.
+        band_shape`; each bin stands for its lower edge)."""
+        values = np.concatenate([[-np.inf], self.grid.edges])
+        pooled = self.counts + self.selection_counts
+        return band_shape(values, pooled[1]), band_shape(values, pooled[0])
+
+    @cached_property
+    def _crossed_tests(self) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """The thresholds at which ``"crossed"`` tests ``alpha`` and ``beta``, each from the
+        *other* side's occupied bins (:func:`~dpaudit.audit.strategies.crossed_tests`)."""
+        pooled = self.counts + self.selection_counts
+        return crossed_tests(pooled[1]), crossed_tests(pooled[0])
+
+    def _selection(self) -> tuple[np.ndarray, np.ndarray, int, int] | None:
+        """``(fp, fn, n_d, n_d_prime)`` of the selection sample, ``None`` when it is empty (an
+        audit of given scores whose strategy spends none of them on choosing)."""
+        if not self.selection_counts.any():
+            return None
+        sel = self.selection_tradeoff
+        return sel.fp, sel.fn, sel.n_d, sel.n_d_prime
+
+    @cached_property
     def _choice_memo(self) -> dict[Any, np.ndarray]:
         """What the threshold choice computes once per audit, whatever its objective."""
         return {}
 
-    def _witness(self, objective: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Witness:
+    def _witness(
+        self,
+        objective: Callable[[np.ndarray, np.ndarray], np.ndarray],
+        shapes: tuple[str, str] | None = None,
+    ) -> Witness:
         """Choose a threshold by the strategy and read the evaluation counts there.
 
         ``objective(alpha_upper, beta_upper) -> array`` (larger is better); the choice itself is
         :func:`~dpaudit.audit.strategies.choose_threshold` (``"fixed"``: the best of the fixed
-        thresholds, ``gamma/(2K)`` per bound).
+        thresholds, ``gamma/(2K)`` per bound). ``shapes``: those of the exact bands, fixed for
+        the quantity read (``None``: each chosen from the other side's trials).
         """
         ev = self.tradeoff
         n0, n1 = ev.n_d, ev.n_d_prime
@@ -237,16 +269,17 @@ class AuditResult:
         else:
             thresholds, rule = self.grid.edges, ">="
             evaluation = (ev.fp, ev.fn, n0, n1)
-            sel = self.selection_tradeoff
-            selection = (sel.fp, sel.fn, sel.n_d, sel.n_d_prime)
+            selection = self._selection()
         choice = choose_threshold(
             self.strategy,
             objective,
             selection,
             evaluation,
             self.gamma,
-            self._named(),
+            None if self.strategy == "crossed" else self._named(),
             self._choice_memo,
+            self._band_shapes if shapes is None else shapes,
+            self._crossed_tests if self.strategy == "crossed" else (None, None),
         )
         j = choice["index"]
         return Witness(
@@ -287,8 +320,10 @@ class AuditResult:
         return self.epsilon_witness(delta)["epsilon"]
 
     def mu_witness(self) -> Witness:
-        """The threshold behind :meth:`mu_lower_bound` (keys as :meth:`epsilon_witness`, ``mu``)."""
-        w = self._witness(mu_from_errors)
+        """The threshold behind :meth:`mu_lower_bound` (keys as :meth:`epsilon_witness`, ``mu``).
+        An exact band reads ``mu`` with the shape of the middle counts on both sides
+        (:data:`MU_SHAPES`), where ``mu`` is decided whatever the tails."""
+        w = self._witness(mu_from_errors, MU_SHAPES)
         return w.with_(mu=float(mu_from_errors(w.alpha_upper, w.beta_upper)))
 
     def mu_lower_bound(self) -> float:
@@ -301,15 +336,21 @@ class AuditResult:
         ev = self.tradeoff
         if kind == "perfect":
             a, b = ceiling_errors(ev.n_d, ev.n_d_prime, self.gamma)
-            if self.strategy not in ("holdout+band", "holdout+exact"):
+            if self.strategy not in ("holdout+band", "holdout+exact", "crossed"):
                 return a, b
             # The band reads a perfect attack on the pooled trials as well.
-            sel = self.selection_tradeoff
+            sel = self._selection()
+            n_sel = (0, 0) if sel is None else (sel[2], sel[3])
             share = None
             if self.strategy == "holdout+exact":
-                share = exact_share(sel.n_d, sel.n_d_prime)
+                share = exact_share(*n_sel)
             pooled_a, pooled_b = band_ceiling_errors(
-                ev.n_d + sel.n_d, ev.n_d_prime + sel.n_d_prime, self.gamma, share
+                ev.n_d + n_sel[0],
+                ev.n_d_prime + n_sel[1],
+                self.gamma,
+                share,
+                self._band_shapes,
+                self._crossed_tests if self.strategy == "crossed" else None,
             )
             return np.array([a, pooled_a]), np.array([b, pooled_b])
         if kind != "oracle":
@@ -327,9 +368,9 @@ class AuditResult:
 
         ``kind="perfect"``: a perfect attack (no errors at all) read at one threshold with
         ``gamma/2`` per bound (:func:`~dpaudit.audit.strategies.ceiling_errors`), and with
-        ``"holdout+band"`` or ``"holdout+exact"`` also read by the band on the selection and
-        evaluation trials pooled (the larger of the two); no attack or strategy of these sizes
-        can exceed it.
+        ``"holdout+band"``, ``"holdout+exact"`` or ``"crossed"`` also read by the bounds on the
+        selection and evaluation trials pooled (the larger of the two); no attack or strategy of
+        these sizes can exceed it.
         ``kind="oracle"``: an *estimate* of what the best single threshold certifies on the
         mechanism's own trade-off curve
         (:func:`~dpaudit.audit.strategies.oracle_errors`; needs ``mechanism.tradeoff()``).

@@ -3,36 +3,32 @@
 A practitioner who trained a few hundred or thousand models has, for a membership-inference
 attack, scores of outputs on ``D`` (canary *out*) and on ``D_prime`` (*in*), larger = "in". Every
 score of both samples becomes a threshold of the grid (:meth:`ScoreGrid.from_values`, one bin per
-value: such samples are small), and each side is split at random (seeded) into a selection part
-and an evaluation part.
+value: such samples are small).
 
-The default first looks at a *scout*: the first ``SCOUT_FRACTION`` of each side in the random
-order of the split (at most :data:`SCOUT_MOST` scores, a prefix of the selection part).
+The default (``"crossed"``, :mod:`dpaudit.audit.strategies`) bounds each error on its own side's
+scores, all of them, and lets the *other* side's scores decide how:
 
-- *Few values* (``metadata["threshold_choice"] == "scouted"``). When the scout's pooled scores
-  repeat (at most :data:`FEW_VALUES` distinct values, and at most half as many as scores), the
-  thresholds between its values are fixed and all the other scores test them, the best of the
-  ``K`` at ``gamma / (2K)`` per error. A randomized-response or other discrete score law is thus
-  tested on nearly all its scores at a handful of thresholds.
-- *Otherwise* ``"holdout+exact"`` (:mod:`dpaudit.audit.strategies`) on the split, the scout's
-  scores left out: a band over the scores of both parts that holds at every threshold at once,
-  its joint coverage computed exactly, so that its best threshold needs no correction; and,
-  when the selection part holds 10,000 scores a side or more, a holdout beside it, whose
-  selection part chooses one or two thresholds among its own scores for the evaluation part to
-  test. The band uses every score, which small samples need and which reads the tails where
-  ``eps`` is decided; the holdout pays for one or two thresholds, which large samples can
-  afford for curves read in their middle.
+- when the other side's scores take few values (at most
+  :data:`~dpaudit.audit.strategies.FEW_VALUES`, and at most half as many as scores), the error is
+  tested at the thresholds between those values, the ``K`` of them at ``gamma/(2K)`` each: a
+  randomized-response or other discrete score law is tested at a handful of thresholds on
+  every score;
+- otherwise by an exact band that holds at every threshold at once, its joint coverage
+  computed exactly, at ``gamma/2``; its shape (where it spends its error: the few false
+  positives where a normal law's ``eps`` is read, or the large counts where a Laplace law's is)
+  follows the tails of the other side's scores.
 
-Valid at ``1 - gamma`` whichever path runs: the scout decides the path, and given the scout each
-path reads only scores outside it, which are independent of it, so each fails with probability
-at most ``gamma``. Samples too small for a scout (fewer than 2 scores per side, leaving 2 of the
-selection part) go straight to ``"holdout+exact"``. The rules depend on nothing but their
-constants, the sizes and the scout.
+Valid at ``1 - gamma``: the bounds of one error depend on the other side's scores only through
+these choices, and the two sides are independent, so given the other side each error's bounds
+hold together with probability at least ``1 - gamma/2``, and both errors' with at least
+``1 - gamma``; the best threshold is then read without a further correction. No score is spent
+on choosing, and the rules depend on the values only, never on their order.
 
 ``thresholds=`` declares thresholds fixed before the scores were seen (a label-only attack's
 0/1 scores: ``[0.5]``): then every score evaluates and the best of the ``K`` is read at
-``gamma/(2K)`` per error. The other strategies (``"holdout"``, ``"bonferroni"``, ``"median"``:
-the median of the pooled selection scores as one threshold) remain available.
+``gamma/(2K)`` per error. The other strategies (``"holdout+exact"``, ``"holdout+band"``,
+``"holdout"``, ``"bonferroni"``, ``"median"``: the median of the pooled selection scores as one
+threshold) split each side at random into a selection and an evaluation part.
 
 Mean ``eps`` bound at ``delta = 1e-5`` and 95% against jax-privacy's ``CanaryScoreAuditor`` on the
 same scores: ``bench/bench_peers.py`` (its table is in ``bench/RESULTS.md``).
@@ -61,25 +57,17 @@ from dpaudit.audit.grid import ScoreGrid
 from dpaudit.audit.result import AuditResult
 from dpaudit.mechanisms.base import NeighbouringPair
 
-__all__ = [
-    "FEW_VALUES",
-    "SCOUT_FRACTION",
-    "SCOUT_MOST",
-    "audit_scores",
-    "scouted_thresholds",
-    "split_scores",
-]
+__all__ = ["audit_scores", "split_scores"]
 
-#: Most distinct values of a scout whose thresholds the default tests (see the module docstring).
-FEW_VALUES = 16
-
-#: Share of each side that the default's scout looks at.
-SCOUT_FRACTION = 0.1
-
-#: Most scores of one side in the scout (enough to see a few repeating values).
-SCOUT_MOST = 50
-
-_STRATEGIES = ("auto", "bonferroni", "holdout", "holdout+band", "holdout+exact", "median")
+_STRATEGIES = (
+    "auto",
+    "bonferroni",
+    "crossed",
+    "holdout",
+    "holdout+band",
+    "holdout+exact",
+    "median",
+)
 
 
 def _check_scores(name: str, scores: object) -> np.ndarray:
@@ -112,26 +100,6 @@ def split_scores(
     selection and at least 2 to evaluation, in a random order that does not depend on values."""
     selection, evaluation = _split_positions(scores.size, fraction, rng)
     return scores[selection], scores[evaluation]
-
-
-def _scout_size(n: int, selection: int) -> int:
-    """Scores of one side in the scout: ``round(SCOUT_FRACTION * n)``, at least 2, at most
-    :data:`SCOUT_MOST`, and leaving at least 2 scores of the selection part."""
-    return min(_head(n, SCOUT_FRACTION), SCOUT_MOST, selection - 2)
-
-
-def scouted_thresholds(scout_d: np.ndarray, scout_d_prime: np.ndarray) -> np.ndarray | None:
-    """The thresholds between the values of a scout whose pooled scores repeat: each distinct
-    finite value but the largest (the test "in iff score > t" then separates every pair of
-    neighbouring values); ``None`` when the scout shows more than :data:`FEW_VALUES` values,
-    more than half as many values as scores, or a single value."""
-    pooled = np.concatenate([scout_d, scout_d_prime])
-    values = np.unique(pooled)
-    if not 2 <= values.size <= min(FEW_VALUES, pooled.size // 2):
-        return None
-    below = values[:-1]
-    below = below[np.isfinite(below)]
-    return below if below.size else None
 
 
 def _grid_and_counts(
@@ -228,12 +196,12 @@ def audit_scores(
     seed:
         Seed of the random selection/evaluation split.
     strategy:
-        ``"auto"`` (the default: the thresholds of a scout with few values, else
-        ``"holdout+exact"``; module docstring), ``"holdout+exact"``, ``"holdout+band"``,
-        ``"holdout"``, ``"bonferroni"`` or ``"median"`` (:mod:`dpaudit.audit.strategies`).
+        ``"auto"`` (the default: ``"crossed"`` on every score; module docstring), ``"crossed"``,
+        ``"holdout+exact"``, ``"holdout+band"``, ``"holdout"``, ``"bonferroni"`` or
+        ``"median"`` (:mod:`dpaudit.audit.strategies`).
     selection_fraction:
-        Share of each side used to choose thresholds (the scout included); the rest evaluates.
-        When the scout has few values, the scout chooses and everything else evaluates.
+        Share of each side used to choose thresholds by the strategies that split (all but
+        ``"crossed"``); the rest evaluates.
     thresholds:
         Thresholds fixed before the scores were seen (the test "in iff score > t"), for scores
         with few known values: ``[0.5]`` for a label-only attack's 0/1 scores. Every score then
@@ -248,8 +216,7 @@ def audit_scores(
         With ``epsilon_lower_bound(delta)``, ``mu_lower_bound()``, ``violates(claim)``,
         ``tradeoff``, ceilings, JSON and reports as for :func:`dpaudit.audit`;
         ``metadata["threshold_choice"]`` names the strategy used (``"declared"`` with
-        ``thresholds``, ``"scouted"`` when the default tested the thresholds of a scout with few
-        values).
+        ``thresholds``, ``"crossed"`` by default).
     """
     started = time.perf_counter()
     s0 = _check_scores("scores_d", scores_d)
@@ -275,31 +242,17 @@ def audit_scores(
     # Each side as positions of its scores: the selection part first, in a random order.
     sel0, ev0 = _split_positions(s0.size, selection_fraction, rng)
     sel1, ev1 = _split_positions(s1.size, selection_fraction, rng)
-    scouted = None
-    left0 = left1 = np.zeros(0, dtype=np.intp)  # scores on the grid but in neither count
-    if declared is not None:
+    if strategy == "auto":
+        strategy = "crossed"
+    if declared is not None or strategy == "crossed":
+        # Every score evaluates: no part of either side is spent on choosing.
         sel0 = sel1 = np.zeros(0, dtype=np.intp)
         ev0, ev1 = np.arange(s0.size), np.arange(s1.size)
+    if declared is not None:
         strategy = "declared"
-    elif strategy == "auto":
-        # The scout: a prefix of each side's selection part, leaving it at least 2 scores.
-        k0, k1 = _scout_size(s0.size, sel0.size), _scout_size(s1.size, sel1.size)
-        if min(k0, k1) >= 2:
-            scouted = scouted_thresholds(s0[sel0[:k0]], s1[sel1[:k1]])
-        if scouted is None:
-            # The scout decided the path: the band and the holdout leave its scores out.
-            strategy = "holdout+exact"
-            if min(k0, k1) >= 2:
-                left0, left1, sel0, sel1 = sel0[:k0], sel1[:k1], sel0[k0:], sel1[k1:]
-        else:
-            ev0, ev1 = np.concatenate([sel0[k0:], ev0]), np.concatenate([sel1[k1:], ev1])
-            sel0, sel1 = sel0[:k0], sel1[:k1]
-            strategy = "scouted"
-    n_sel = 0 if declared is not None else min(sel0.size, sel1.size)
+    n_sel = min(sel0.size, sel1.size)
     n_eval = min(ev0.size, ev1.size)
-    grid, (c_ev0, c_sel0, _, c_ev1, c_sel1, _) = _grid_and_counts(
-        (s0, (ev0, sel0, left0)), (s1, (ev1, sel1, left1))
-    )
+    grid, (c_ev0, c_sel0, c_ev1, c_sel1) = _grid_and_counts((s0, (ev0, sel0)), (s1, (ev1, sel1)))
 
     pair = NeighbouringPair(np.zeros(0), np.zeros(1), "add_remove", "scores given by the user")
     metadata = {
@@ -321,8 +274,6 @@ def audit_scores(
         fixed = _fixed_counts(np.array([median]), s0[ev0], s1[ev1])
     elif declared is not None:
         fixed = _fixed_counts(declared, s0, s1)
-    elif scouted is not None:
-        fixed = _fixed_counts(scouted, s0[ev0], s1[ev1])
     used = "fixed" if fixed is not None else strategy
     result = _result(
         name,

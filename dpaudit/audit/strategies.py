@@ -135,8 +135,20 @@ __all__ = [
     "EXACT_SHARE",
     "EXACT_HOLDOUT_SELECTION",
     "EXACT_LINEAR_COUNTS",
-    "EXACT_RATIO",
-    "EXACT_UPPER_WEIGHT",
+    "EXACT_SPACING",
+    "BAND_SHAPES",
+    "MU_SHAPES",
+    "TAIL_COUNTS",
+    "TAIL_REST",
+    "MIDDLE_FROM",
+    "MIDDLE_REST",
+    "HEAVY_TAIL_DISTANCE",
+    "HEAVY_TAIL_SHARE",
+    "band_weights",
+    "band_shape",
+    "FEW_VALUES",
+    "crossed_tests",
+    "crossed_upper",
     "exact_share",
     "exact_band_counts",
     "exact_band_levels",
@@ -144,7 +156,7 @@ __all__ = [
     "oracle_errors",
 ]
 
-STRATEGIES = ("holdout", "bonferroni", "fixed", "holdout+band", "holdout+exact")
+STRATEGIES = ("holdout", "bonferroni", "fixed", "holdout+band", "holdout+exact", "crossed")
 
 #: Default selection sample: ``max(trials // SELECTION_DIVISOR, MIN_SELECTION_TRIALS)`` per dataset
 #: (at most ``trials`` for foreign code: :func:`default_selection_trials`).
@@ -241,15 +253,48 @@ EXACT_SHARE = 0.8
 #: many trials (a rule on sizes only); below, the exact band spends all of ``gamma``.
 EXACT_HOLDOUT_SELECTION = 10_000
 
-#: Counts up to this one are each a checkpoint of the exact band; above it they grow geometrically.
-EXACT_LINEAR_COUNTS = 32
+#: Counts up to this one are each a checkpoint of the exact band; above it the checkpoints are
+#: :data:`EXACT_SPACING` standard deviations of the count apart.
+EXACT_LINEAR_COUNTS = 1024
 
-#: Ratio of consecutive checkpoints of the exact band above :data:`EXACT_LINEAR_COUNTS`.
-EXACT_RATIO = 1.05
+#: Gap between consecutive checkpoints of the exact band above :data:`EXACT_LINEAR_COUNTS`, in
+#: standard deviations ``sqrt(c)`` of the count ``c``: a count between two checkpoints is read at
+#: the next one, which costs at most this much of a deviation (a fixed share of the band's width,
+#: wherever the bound is read), and more checkpoints cost the band almost nothing because
+#: neighbouring order statistics move together.
+EXACT_SPACING = 0.25
 
-#: Level of the exact band's checkpoints above ``n / 2`` relative to those below (module
-#: docstring of :func:`exact_band_levels`).
-EXACT_UPPER_WEIGHT = 0.25
+#: The shapes of the exact band: where it spends its error (:func:`band_weights`).
+BAND_SHAPES = ("tail", "middle")
+
+#: The shapes of both errors' exact bands when they bound ``mu``, which is read where both
+#: errors are large (near ``Phi(-mu / 2)``) whatever the tails of the scores.
+MU_SHAPES = ("middle", "middle")
+
+#: The ``"tail"`` band spends its error at the counts up to this one ...
+TAIL_COUNTS = 32
+
+#: ... and this level relative to theirs at every larger count.
+TAIL_REST = 0.1
+
+#: The ``"middle"`` band spends its error at the counts above this share of ``n`` up to ``n / 2``
+#: ...
+MIDDLE_FROM = 0.1
+
+#: ... and this level relative to theirs at every other count.
+MIDDLE_REST = 0.02
+
+#: ``"crossed"`` tests one side's error at fixed thresholds when the other side's trials take at
+#: most this many values (:func:`crossed_tests`).
+FEW_VALUES = 16
+
+#: A side's scores have *heavy tails* (:func:`band_shape`) when more than :data:`HEAVY_TAIL_SHARE`
+#: of them lie farther than this many robust standard deviations (interquartile range / 1.349)
+#: from their median ...
+HEAVY_TAIL_DISTANCE = 2.5
+
+#: ... a share that is 1.2% for a normal law and 7.7% for a Laplace law.
+HEAVY_TAIL_SHARE = 0.04
 
 #: The exact band is calibrated to fail with probability between ``(1 - _CALIBRATION_SLACK)``
 #: and ``(1 - _CALIBRATION_MARGIN)`` times its ``gamma``.
@@ -262,50 +307,96 @@ _CALIBRATION_STEPS = 8
 
 def exact_band_counts(n: int) -> np.ndarray:
     """The checkpoints of the exact band for ``n`` trials: every count up to
-    :data:`EXACT_LINEAR_COUNTS`, then ``ceil(32 * 1.05^i)`` up to ``n``, and the mirror images
-    ``n - c`` of all of them. A function of ``n`` only (read-only, kept for the process)."""
+    :data:`EXACT_LINEAR_COUNTS`, then counts :data:`EXACT_SPACING` standard deviations apart
+    (``c + ceil(0.5 sqrt(c))``) up to ``n / 2``, and the mirror images ``n - c`` of all of them.
+    A function of ``n`` only (read-only, kept for the process)."""
     return _exact_band_counts(check_integer("n", n, minimum=1))
 
 
 @functools.lru_cache(maxsize=64)
 def _exact_band_counts(n: int) -> np.ndarray:
-    counts = set(range(min(EXACT_LINEAR_COUNTS, n) + 1))
-    x = float(EXACT_LINEAR_COUNTS)
-    while x < n:
-        x *= EXACT_RATIO
-        counts.add(min(math.ceil(x), n))
-    out = np.array(sorted(counts | {n - c for c in counts}), dtype=np.int64)
+    counts = list(range(min(EXACT_LINEAR_COUNTS, n) + 1))
+    c = counts[-1]
+    while c < n / 2:
+        c += math.ceil(EXACT_SPACING * math.sqrt(c))
+        counts.append(min(c, n))
+    low = set(counts)
+    out = np.array(sorted(low | {n - c for c in low}), dtype=np.int64)
     out.setflags(write=False)
     return out
 
 
-def exact_band_levels(n: int, gamma: float) -> tuple[np.ndarray, np.ndarray]:
+def band_weights(c: np.ndarray, n: int, shape: str) -> np.ndarray:
+    """The relative level of the exact band at its checkpoints ``c`` (counts of ``n`` trials).
+
+    ``"tail"``: 1 up to :data:`TAIL_COUNTS`, :data:`TAIL_REST` above; for laws whose privacy
+    loss grows in the tails (a normal law's), where ``eps`` is read at a few false positives and
+    a rate enters the bound as its denominator. ``"middle"``: 1 above ``MIDDLE_FROM * n`` up to
+    ``n / 2``, :data:`MIDDLE_REST` elsewhere; for laws whose privacy loss is bounded (a Laplace
+    law's), where ``eps`` is read at large counts. Measured by ``bench/bench_peers.py``.
+    """
+    c = np.asarray(c)
+    if shape == "tail":
+        return np.where(c <= TAIL_COUNTS, 1.0, TAIL_REST)
+    if shape == "middle":
+        return np.where((c > MIDDLE_FROM * n) & (c <= n / 2), 1.0, MIDDLE_REST)
+    raise ValueError(f"shape must be one of {BAND_SHAPES}, got {shape!r}")
+
+
+def band_shape(values: np.ndarray, counts: np.ndarray) -> str:
+    """The shape of the exact band (:func:`band_weights`) that the *other* side's scores suggest:
+    ``"middle"`` when they have heavy tails (more than :data:`HEAVY_TAIL_SHARE` of them farther
+    than :data:`HEAVY_TAIL_DISTANCE` robust standard deviations from their median), else
+    ``"tail"``.
+
+    ``values`` is one value per bin (``-inf`` and ``inf`` allowed) in increasing order and
+    ``counts`` the scores per bin. The band of one side's error takes its shape from the other
+    side's scores, which are independent of it, so the shape is fixed given them and the band
+    keeps its level (:func:`choose_threshold`); a function of the other side's values only,
+    never of their order.
+    """
+    h = np.asarray(counts, dtype=float)
+    total = h.sum()
+    if total <= 0:
+        return "tail"
+    cumulative = np.cumsum(h)
+    at = np.searchsorted(cumulative, np.array([0.25, 0.5, 0.75]) * total, side="left")
+    q25, median, q75 = np.asarray(values, dtype=float)[np.minimum(at, h.size - 1)]
+    with np.errstate(invalid="ignore"):
+        scale = (q75 - q25) / 1.349
+        if not (math.isfinite(median) and math.isfinite(scale)):
+            return "tail"
+        far = np.abs(np.asarray(values, dtype=float) - median) > HEAVY_TAIL_DISTANCE * scale
+    return "middle" if h[far].sum() > HEAVY_TAIL_SHARE * total else "tail"
+
+
+def exact_band_levels(n: int, gamma: float, shape: str = "tail") -> tuple[np.ndarray, np.ndarray]:
     """The exact band of ``n`` trials at error probability ``gamma``: its checkpoints ``c`` (the
     counts of :func:`exact_band_counts` below ``n``) and the level ``g_c`` of each.
 
     The band bounds the rate behind a count ``c`` by the Clopper-Pearson upper bound of ``c`` at
     level ``g_c``, the upper ``g_c`` quantile of ``Beta(c + 1, n - c)``, which is the law of
     ``U_(c+1)`` (the ``(c+1)``-th smallest of the trials' tail probabilities; see
-    :func:`band_upper`). The levels are ``g_c = s * w_c`` with ``w_c = 1`` for ``c <= n / 2`` and
-    :data:`EXACT_UPPER_WEIGHT` above: small counts are where a rate enters a bound as its
-    denominator (``alpha+`` in ``log((1 - delta - beta+) / alpha+)``), where the bound is most
-    sensitive to the level. The scale ``s`` is chosen so that the probability that *some*
-    ``U_(c+1)`` exceeds its bound, computed exactly (:func:`dpaudit.audit.crossing.
+    :func:`band_upper`). The levels are ``g_c = s * w_c`` with the weights ``w_c`` of the band's
+    ``shape`` (:func:`band_weights`). The scale ``s`` is chosen so that the probability that
+    *some* ``U_(c+1)`` exceeds its bound, computed exactly (:func:`dpaudit.audit.crossing.
     noncrossing_probability`), lies between ``0.97 gamma`` and ``0.999 gamma``; it starts from the
     union bound's ``s = gamma / sum(w)``, which is valid by itself, and every scale tried whose
     exact probability is above ``0.999 gamma`` is refused, so the band is valid whatever the
-    search does. Cached: a function of ``n`` and ``gamma`` only.
+    search does. Cached: a function of ``n``, ``gamma`` and ``shape`` only.
     """
     n = check_integer("n", n, minimum=1)
     gamma = check_probability("gamma", gamma, low_open=True, high_open=True)
-    return _exact_band_levels(n, gamma)
+    if shape not in BAND_SHAPES:
+        raise ValueError(f"shape must be one of {BAND_SHAPES}, got {shape!r}")
+    return _exact_band_levels(n, gamma, shape)
 
 
 @functools.lru_cache(maxsize=64)
-def _exact_band_levels(n: int, gamma: float) -> tuple[np.ndarray, np.ndarray]:
+def _exact_band_levels(n: int, gamma: float, shape: str) -> tuple[np.ndarray, np.ndarray]:
     counts = exact_band_counts(n)
     c = counts[counts < n]
-    weight = np.where(c <= n / 2, 1.0, EXACT_UPPER_WEIGHT)
+    weight = band_weights(c, n, shape)
     target = gamma * (1.0 - _CALIBRATION_MARGIN)
 
     def crossing(scale: float) -> float:
@@ -313,7 +404,8 @@ def _exact_band_levels(n: int, gamma: float) -> tuple[np.ndarray, np.ndarray]:
         return 1.0 - noncrossing_probability(c + 1, bounds, n)
 
     best = target / weight.sum()
-    scale, p = best, crossing(best)
+    scale = best
+    p = p_best = crossing(best)
     slope = 1.0
     for _ in range(_CALIBRATION_STEPS):
         if p >= (1.0 - _CALIBRATION_SLACK) * target:
@@ -323,21 +415,20 @@ def _exact_band_levels(n: int, gamma: float) -> tuple[np.ndarray, np.ndarray]:
         p_trial = crossing(trial)
         if p_trial > 0.0 and p > 0.0 and trial != scale:
             slope = max(math.log(p_trial / p) / math.log(trial / scale), 0.25)
-        if p_trial <= target:
-            best = max(best, trial)
-        scale, p = trial, p_trial
-        if p > target:
-            scale, p = best, crossing(best)
+        if p_best < p_trial <= target:
+            best, p_best = trial, p_trial
+        scale, p = (trial, p_trial) if p_trial <= target else (best, p_best)
     levels = best * weight
     c.setflags(write=False)
     levels.setflags(write=False)
     return c, levels
 
 
-def exact_band_upper(k: np.ndarray, n: int, gamma: float) -> np.ndarray:
+def exact_band_upper(k: np.ndarray, n: int, gamma: float, shape: str = "tail") -> np.ndarray:
     """Upper confidence bounds on the rate behind each count of ``k`` (one error of one sample of
     ``n`` trials), simultaneous over every threshold with probability at least ``1 - gamma``,
-    the coverage computed exactly rather than by a union bound (:func:`exact_band_levels`).
+    the coverage computed exactly rather than by a union bound (:func:`exact_band_levels`, of
+    the given ``shape``).
 
     A count ``k`` is bounded by the smallest checkpoint bound at or above it (a threshold with
     count ``k`` has a true rate of at most ``U_(k+1) <= U_(c+1)`` for every ``c >= k``), and a
@@ -345,15 +436,17 @@ def exact_band_upper(k: np.ndarray, n: int, gamma: float) -> np.ndarray:
     ``U_(c+1)`` is at most its bound (the exact computation), and then every threshold's bound
     holds, so the best threshold may be read without a further correction.
     """
-    c, bounds = _exact_band_bounds(n, gamma)
+    if shape not in BAND_SHAPES:
+        raise ValueError(f"shape must be one of {BAND_SHAPES}, got {shape!r}")
+    c, bounds = _exact_band_bounds(check_integer("n", n, minimum=1), gamma, shape)
     return bounds[np.searchsorted(c, np.asarray(k), side="left")]
 
 
 @functools.lru_cache(maxsize=64)
-def _exact_band_bounds(n: int, gamma: float) -> tuple[np.ndarray, np.ndarray]:
+def _exact_band_bounds(n: int, gamma: float, shape: str) -> tuple[np.ndarray, np.ndarray]:
     """The checkpoints of the exact band and the bound read at each count up to the next
     checkpoint (the smallest bound at or above it), with a last bound of 1 for the count ``n``."""
-    c, levels = exact_band_levels(n, gamma)
+    c, levels = exact_band_levels(n, gamma, shape)
     bounds = special.betaincinv(c + 1.0, n - c, 1.0 - levels)
     bounds = np.concatenate([np.minimum.accumulate(bounds[::-1])[::-1], [1.0]])
     bounds.setflags(write=False)
@@ -361,14 +454,15 @@ def _exact_band_bounds(n: int, gamma: float) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _exact_band_runs(
-    fp: np.ndarray, fn: np.ndarray, n0: int, n1: int, gamma: float
+    fp: np.ndarray, fn: np.ndarray, n0: int, n1: int, gamma: float, shapes: tuple[str, str]
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The exact band of both errors at every threshold, kept once per run of thresholds whose
-    two bounds are the same: ``(first threshold of each run, alpha+, beta+)``. The counts move
-    monotonically along the thresholds, so there are at most as many runs as checkpoints,
-    however many thresholds; the best run's first threshold is the first best threshold."""
-    c0, bounds0 = _exact_band_bounds(n0, gamma)
-    c1, bounds1 = _exact_band_bounds(n1, gamma)
+    """The exact band of both errors at every threshold (of the ``shapes`` of the ``alpha`` and
+    ``beta`` bands), kept once per run of thresholds whose two bounds are the same: ``(first
+    threshold of each run, alpha+, beta+)``. The counts move monotonically along the
+    thresholds, so there are at most as many runs as checkpoints, however many thresholds; the
+    best run's first threshold is the first best threshold."""
+    c0, bounds0 = _exact_band_bounds(n0, gamma, shapes[0])
+    c1, bounds1 = _exact_band_bounds(n1, gamma, shapes[1])
     i0 = np.searchsorted(c0, fp, side="left")
     i1 = np.searchsorted(c1, fn, side="left")
     changes = (i0[1:] != i0[:-1]) | (i1[1:] != i1[:-1])
@@ -490,20 +584,37 @@ def ceiling_errors(n_d: int, n_d_prime: int, gamma: float) -> tuple[float, float
 
 
 def band_ceiling_errors(
-    n_d: int, n_d_prime: int, gamma: float, exact_share: float | None = None
+    n_d: int,
+    n_d_prime: int,
+    gamma: float,
+    exact_share: float | None = None,
+    shapes: tuple[str, str] = ("tail", "tail"),
+    tests: tuple[np.ndarray | None, np.ndarray | None] | None = None,
 ) -> tuple[float, float]:
     """The upper bounds the band of ``"holdout+band"`` reads for a *perfect* attack on ``n_d``
     and ``n_d_prime`` pooled trials: :func:`band_upper` of a zero count at the band's share of
     ``gamma`` (:func:`ceiling_errors` gives the holdout's); with ``exact_share``, those of the
-    exact band of ``"holdout+exact"`` spending that share (:func:`exact_band_upper`)."""
+    exact bands of the given ``shapes`` spending that share (:func:`exact_band_upper`); with
+    ``tests``, those of ``"crossed"`` (:func:`crossed_upper`, at a test where one is given)."""
+    if tests is not None:
+        half = gamma / 2
+        a, b = (
+            float(
+                exact_band_upper(np.array(0), n, half, shape)
+                if t is None
+                else clopper_pearson_upper(0, n, half / t.size)
+            )
+            for n, t, shape in ((n_d, tests[0], shapes[0]), (n_d_prime, tests[1], shapes[1]))
+        )
+        return a, b
     if exact_share is None:
         half = BAND_SHARE * gamma / 2
         return float(band_upper(np.array(0), n_d, half)), float(
             band_upper(np.array(0), n_d_prime, half)
         )
-    each = _per_error(exact_share * gamma)
-    return float(exact_band_upper(np.array(0), n_d, each)), float(
-        exact_band_upper(np.array(0), n_d_prime, each)
+    each = exact_share * gamma / 2
+    return float(exact_band_upper(np.array(0), n_d, each, shapes[0])), float(
+        exact_band_upper(np.array(0), n_d_prime, each, shapes[1])
     )
 
 
@@ -515,10 +626,38 @@ def exact_share(n_selection_d: int, n_selection_d_prime: int) -> float:
     return EXACT_SHARE if large else 1.0
 
 
-def _per_error(gamma: float) -> float:
-    """The error probability ``g`` of each of two bands on independent samples that fail
-    together with probability ``gamma``: ``1 - (1 - g)^2 = gamma``."""
-    return -math.expm1(0.5 * math.log1p(-gamma))
+def crossed_tests(other_counts: np.ndarray) -> np.ndarray | None:
+    """The thresholds at which ``"crossed"`` tests one side's error when the *other* side's
+    trials take few values: given that side's counts per bin, the indices ``j`` of the tests
+    "score >= e_j" that separate each of its occupied bins from the one below (each value but
+    the lowest, as a threshold just below it); ``None`` (the side gets the exact band) unless
+    it occupies between 2 and :data:`FEW_VALUES` bins and at most half as many as its trials."""
+    h = np.asarray(other_counts)
+    occupied = np.flatnonzero(h)
+    if not 2 <= occupied.size <= min(FEW_VALUES, int(h.sum()) // 2):
+        return None
+    return occupied[1:] - 1
+
+
+def crossed_upper(
+    k: np.ndarray, n: int, gamma: float, tests: np.ndarray | None, shape: str
+) -> np.ndarray:
+    """Upper bounds, holding together with probability at least ``1 - gamma``, on the rate
+    behind the counts ``k`` of one error at every threshold, the counts non-increasing along
+    the thresholds (``alpha``'s; ``beta``'s read in reverse order).
+
+    With ``tests`` (sorted threshold indices, :func:`crossed_tests`): the Clopper-Pearson bound
+    at ``gamma / K`` at each of the ``K`` tests (Bonferroni), and at any other threshold the
+    bound of the nearest test before it (the rate there is at most that test's, the counts
+    being those of a nested family of events), or 1 before the first. Without: the exact band
+    of the given ``shape`` (:func:`exact_band_upper`), simultaneous over every threshold.
+    """
+    k = np.asarray(k)
+    if tests is None:
+        return exact_band_upper(k, n, gamma, shape)
+    at = clopper_pearson_upper(k[tests], n, gamma / tests.size)
+    before = np.searchsorted(tests, np.arange(k.size), side="right") - 1
+    return np.where(before >= 0, at[np.maximum(before, 0)], 1.0)
 
 
 def oracle_errors(
@@ -571,13 +710,15 @@ def choose_threshold(
     gamma: float,
     named: np.ndarray | None = None,
     memo: dict[Any, np.ndarray] | None = None,
+    shapes: tuple[str, str] = ("tail", "tail"),
+    tests: tuple[np.ndarray | None, np.ndarray | None] = (None, None),
 ) -> dict[str, Any]:
     """The threshold an audit reads its bound at, chosen by ``strategy``, and its bounds.
 
     Parameters
     ----------
     strategy:
-        ``"holdout"``, ``"bonferroni"``, ``"fixed"`` or ``"holdout+band"``.
+        One of :data:`STRATEGIES`.
     objective:
         ``objective(alpha_upper, beta_upper) -> array``, larger is better (e.g. the ``eps`` bound).
     selection, evaluation:
@@ -599,6 +740,15 @@ def choose_threshold(
         A dictionary that keeps what does not depend on ``objective`` (the holdout's predicted
         bounds, the band) between calls with the same ``strategy``, counts, ``gamma`` and
         ``named``, e.g. the ``eps`` bounds of one audit at many ``delta``; empty at first.
+    shapes:
+        The shapes (:func:`band_weights`) of the exact bands of ``alpha`` and of ``beta``
+        (``"holdout+exact"`` and ``"crossed"``), each chosen from the other side's trials
+        (:func:`band_shape`) or fixed in advance. The two bands then spend ``gamma / 2`` of the
+        band's share each: the band of one error is valid given the other side's trials, which
+        fix its shape, so the two fail together with probability at most the sum.
+    tests:
+        For ``"crossed"``: the thresholds at which ``alpha`` and ``beta`` are tested when the
+        other side's trials take few values (:func:`crossed_tests`), ``None`` for a band.
 
     Returns
     -------
@@ -611,9 +761,11 @@ def choose_threshold(
     band of ``"holdout+band"`` won), the counts the bounds were read from with their sample
     sizes, and the two upper bounds. Valid by the arguments of the module docstring.
     """
+    if strategy == "crossed":
+        return _crossed_choice(objective, selection, evaluation, gamma, memo, shapes, tests)
     if strategy in ("holdout+band", "holdout+exact"):
         return _holdout_band_choice(
-            objective, selection, evaluation, gamma, named, memo, strategy == "holdout+exact"
+            strategy, objective, selection, evaluation, gamma, named, memo, shapes
         )
     if named is not None and strategy != "fixed":
         evaluation = (evaluation[0][named], evaluation[1][named], *evaluation[2:])
@@ -662,29 +814,31 @@ def _single_choice(
 
 
 def _holdout_band_choice(
+    strategy: str,
     objective: Callable[[np.ndarray, np.ndarray], np.ndarray],
     selection: tuple[np.ndarray, np.ndarray, int, int] | None,
     evaluation: tuple[np.ndarray, np.ndarray, int, int],
     gamma: float,
     named: np.ndarray | None,
-    memo: dict[Any, np.ndarray] | None = None,
-    exact: bool = False,
+    memo: dict[Any, np.ndarray] | None,
+    shapes: tuple[str, str],
 ) -> dict[str, Any]:
     """The better of the holdout and a band over both samples pooled: ``"holdout+band"`` (the
     holdout at ``(1 - BAND_SHARE) gamma``, :func:`band_upper` at ``BAND_SHARE gamma / 2`` per
-    error) or, with ``exact``, ``"holdout+exact"`` (the holdout at ``(1 - EXACT_SHARE) gamma``,
-    :func:`exact_band_upper` at ``1 - sqrt(1 - EXACT_SHARE gamma)`` per error).
+    error) or ``"holdout+exact"`` (the holdout at ``(1 - s) gamma`` and :func:`exact_band_upper`
+    of the given ``shapes`` at ``s gamma / 2`` per error, ``s`` = :func:`exact_share`).
 
     Valid by a union bound: the holdout's bounds fail with probability at most its share and the
     band's (simultaneous over all thresholds, so its best threshold needs no correction) with at
     most the rest; whichever is reported, all hold together with probability at least
     ``1 - gamma``. The pooled sample is the selection and the evaluation trials together,
-    independent draws of the same two laws. The exact band's two errors come from independent
-    samples, so its two bands hold together with probability ``(1 - g)^2 = 1 - EXACT_SHARE gamma``
-    at ``g = 1 - sqrt(1 - EXACT_SHARE gamma)`` each.
+    independent draws of the same two laws. Each error's exact band is valid given the other
+    side's trials (which may choose its shape), so the two fail together with probability at
+    most the sum of their levels.
     """
     if selection is None:
-        raise ValueError("strategy 'holdout+band' needs the selection counts")
+        raise ValueError(f"strategy {strategy!r} needs the selection counts")
+    exact = strategy == "holdout+exact"
     share = exact_share(selection[2], selection[3]) if exact else BAND_SHARE
     holdout = None
     if share < 1.0:
@@ -695,9 +849,9 @@ def _holdout_band_choice(
     fn = np.asarray(selection[1]) + np.asarray(evaluation[1])
     n0, n1 = selection[2] + evaluation[2], selection[3] + evaluation[3]
     if exact:
-        each = _per_error(share * gamma)
+        each = share * gamma / 2
         starts, a, b = _remembered(
-            memo, ("exact", each), lambda: _exact_band_runs(fp, fn, n0, n1, each)
+            memo, ("exact", each, shapes), lambda: _exact_band_runs(fp, fn, n0, n1, each, shapes)
         )
         key, k0, k1, per_bound = (
             "exact",
@@ -731,6 +885,58 @@ def _holdout_band_choice(
         "n_d_prime": int(n1),
         "alpha_upper": float(a[i]),
         "beta_upper": float(b[i]),
+    }
+
+
+def _crossed_choice(
+    objective: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    selection: tuple[np.ndarray, np.ndarray, int, int] | None,
+    evaluation: tuple[np.ndarray, np.ndarray, int, int],
+    gamma: float,
+    memo: dict[Any, np.ndarray] | None,
+    shapes: tuple[str, str],
+    tests: tuple[np.ndarray | None, np.ndarray | None],
+) -> dict[str, Any]:
+    """``"crossed"``: each error bounded on its own side's trials (selection and evaluation
+    pooled) at ``gamma / 2`` by :func:`crossed_upper`, configured (tests or band, and the
+    band's shape) by the other side's trials; the best threshold is read.
+
+    Valid: the ``alpha`` bounds are a function of the ``D`` trials and of a configuration fixed
+    by the ``D_prime`` trials, which are independent of them, so given the ``D_prime`` trials
+    they all hold with probability at least ``1 - gamma / 2``; the same for ``beta``; so all
+    hold together with probability at least ``1 - gamma``, and every threshold may be read.
+    """
+    fp, fn, n0, n1 = evaluation
+    if selection is not None:
+        fp, fn = np.asarray(selection[0]) + fp, np.asarray(selection[1]) + fn
+        n0, n1 = n0 + selection[2], n1 + selection[3]
+    half = gamma / 2
+    last = np.asarray(fn).size - 1
+
+    def bounds() -> tuple[np.ndarray, np.ndarray]:
+        mirrored = None if tests[1] is None else last - tests[1][::-1]
+        a = crossed_upper(fp, n0, half, tests[0], shapes[0])
+        b = crossed_upper(np.asarray(fn)[::-1], n1, half, mirrored, shapes[1])[::-1]
+        return a, b
+
+    a, b = _remembered(memo, ("crossed", half, shapes), bounds)
+    values = objective(a, b)
+    j = int(np.argmax(values))
+    sizes = [
+        exact_band_counts(n).size if t is None else t.size
+        for n, t in ((n0, tests[0]), (n1, tests[1]))
+    ]
+    return {
+        "index": j,
+        "gamma_per_bound": half,
+        "candidates": int(sum(sizes)),
+        "strategy": "crossed",
+        "fp": int(fp[j]),
+        "fn": int(fn[j]),
+        "n_d": int(n0),
+        "n_d_prime": int(n1),
+        "alpha_upper": float(a[j]),
+        "beta_upper": float(b[j]),
     }
 
 

@@ -198,22 +198,22 @@ def test_scores_grid_names_only_selection_values_for_the_choice():
     assert a.mu_witness()["alpha"] != b.mu_witness()["alpha"]
 
 
-def test_default_scores_strategy_is_holdout_with_the_exact_band():
+def test_default_scores_strategy_is_crossed_on_every_score():
     rng = np.random.default_rng(0)
     r = audit_scores(rng.standard_normal(50), rng.standard_normal(50) + 3.0)
-    assert r.strategy == "holdout+exact" and r.metadata["threshold_choice"] == "holdout+exact"
+    assert r.strategy == "crossed" and r.metadata["threshold_choice"] == "crossed"
+    assert r.trials == 50 and r.selection_trials == 0
     w = r.epsilon_witness(1e-5)
-    assert w["strategy"] in ("exact", "holdout", "holdout+median", "holdout+reserve", "bonferroni")
-    assert w["epsilon"] > 0
+    assert w["strategy"] == "crossed" and w["epsilon"] > 0
 
 
-def test_the_defaults_holdout_chooses_among_the_selections_values_only():
+def test_the_holdout_inside_holdout_exact_chooses_among_the_selections_values_only():
     """On a grid of both samples' values the holdout inside "holdout+exact" reads a selection
     score, never an evaluation score (whose test would depend on evaluation data)."""
     for seed in range(12):
         rng = np.random.default_rng(seed)
-        s0, s1 = rng.standard_normal(1000), rng.standard_normal(1000) + 1.0
-        r = audit_scores(s0, s1, seed=seed)
+        s0, s1 = rng.standard_normal(20_000), rng.standard_normal(20_000) + 1.0
+        r = audit_scores(s0, s1, seed=seed, strategy="holdout+exact", selection_fraction=0.6)
         named = set(r.grid.edges[r._named()].tolist())
         for w in (r.mu_witness(), r.epsilon_witness(1e-5)):
             if w["strategy"] != "exact":

@@ -1,5 +1,6 @@
-"""The exact band of ``strategy="holdout+exact"``: its joint coverage computed, not union-bounded,
-its levels, its share of gamma beside the holdout, and its coverage by simulation."""
+"""The exact band of ``"holdout+exact"`` and ``"crossed"``: its joint coverage computed, not
+union-bounded, its checkpoints and shapes, its share of gamma beside the holdout, and its coverage
+by simulation."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from dpaudit.audit.strategies import (
     EXACT_HOLDOUT_SELECTION,
     EXACT_LINEAR_COUNTS,
     EXACT_SHARE,
-    EXACT_UPPER_WEIGHT,
+    EXACT_SPACING,
+    band_weights,
     choose_threshold,
     exact_band_counts,
     exact_band_levels,
@@ -25,9 +27,9 @@ from dpaudit.audit.strategies import (
 )
 
 
-def _crossing(n: int, gamma: float) -> float:
+def _crossing(n: int, gamma: float, shape: str = "tail") -> float:
     """The probability that some checkpoint's order statistic exceeds its bound, recomputed."""
-    c, levels = exact_band_levels(n, gamma)
+    c, levels = exact_band_levels(n, gamma, shape)
     bounds = special.betaincinv(c + 1.0, n - c, 1.0 - levels)
     return 1.0 - noncrossing_probability(c + 1, bounds, n)
 
@@ -39,42 +41,71 @@ def test_exact_band_counts_are_fixed_by_n_and_cover_both_tails(n):
     assert set(range(min(n, EXACT_LINEAR_COUNTS) + 1)) <= set(c.tolist())
     np.testing.assert_array_equal(np.sort(n - c), c)
     np.testing.assert_array_equal(exact_band_counts(n), c)
+    # Below n / 2 (and its mirror images) consecutive checkpoints are at most EXACT_SPACING
+    # deviations apart, rounded up to a count.
+    low = c[c <= n / 2 - 2 * EXACT_SPACING * np.sqrt(n)]
+    assert np.all(np.diff(low) <= np.maximum(1, np.ceil(EXACT_SPACING * np.sqrt(low[:-1]))))
 
 
+def test_every_count_up_to_the_linear_part_is_a_checkpoint_and_larger_ones_are_spaced():
+    c = exact_band_counts(100_000)
+    assert set(range(EXACT_LINEAR_COUNTS + 1)) <= set(c.tolist())
+    above = c[(c >= EXACT_LINEAR_COUNTS) & (c <= 49_000)]
+    gaps = np.diff(above)
+    np.testing.assert_array_equal(gaps, np.ceil(EXACT_SPACING * np.sqrt(above[:-1])))
+
+
+@pytest.mark.parametrize("shape", ["tail", "middle"])
 @pytest.mark.parametrize("n", [1, 2, 7, 60, 1000, 20_000])
 @pytest.mark.parametrize("gamma", [0.01, 0.2])
-def test_the_exact_band_fails_with_probability_just_below_its_gamma(n, gamma):
+def test_the_exact_band_fails_with_probability_just_below_its_gamma(n, gamma, shape):
     """The exact computation puts the band's failure probability between 0.97 and 0.999 of its
     gamma: a band calibrated to another target (gamma / 2) or to another sample size fails this
-    test. Its levels never fall below the union bound's, and the checkpoints above n / 2 get
-    EXACT_UPPER_WEIGHT times the level of those below."""
-    crossing = _crossing(n, gamma)
+    test. Its levels never fall below the union bound's, and follow the weights of its shape."""
+    crossing = _crossing(n, gamma, shape)
     assert 0.97 * (1 - 1e-3) * gamma <= crossing <= (1 - 1e-3) * gamma + 1e-12
-    c, levels = exact_band_levels(n, gamma)
-    weight = np.where(c <= n / 2, 1.0, EXACT_UPPER_WEIGHT)
-    np.testing.assert_allclose(levels / weight, levels[0], rtol=1e-12)
-    assert levels[0] * weight.sum() >= (1 - 1e-3) * gamma
+    c, levels = exact_band_levels(n, gamma, shape)
+    weight = band_weights(c, n, shape)
+    np.testing.assert_allclose(levels / weight, levels[0] / weight[0], rtol=1e-12)
+    assert levels[0] / weight[0] * weight.sum() >= (1 - 1e-3) * gamma
 
 
-def test_a_few_hundred_dependent_checkpoints_cost_a_few_dozen_tests():
-    """The point of the exact computation: at n = 10,000 the band's hundreds of checkpoints hold
-    together at a level per checkpoint more than five times the union bound's (5.5: the figure
-    docs/theory.md states)."""
+def test_the_shapes_spend_their_error_where_they_say():
+    """ "tail": every count up to 32 at full weight, the rest at a tenth; "middle": the counts
+    above n / 10 up to n / 2 at full weight, the rest at a fiftieth. A band of one shape is
+    tighter than the other's where it puts its weight (here, at 0 and at n / 4 false positives)."""
+    n = 1000
+    c = np.array([0, 32, 33, 100, 101, 500, 501, 999])
+    np.testing.assert_array_equal(band_weights(c, n, "tail"), [1, 1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1])
+    np.testing.assert_array_equal(
+        band_weights(c, n, "middle"), [0.02, 0.02, 0.02, 0.02, 1, 1, 0.02, 0.02]
+    )
+    with pytest.raises(ValueError, match="shape"):
+        band_weights(c, n, "both")
+    tail, middle = (exact_band_upper(np.array([0, 250]), n, 0.025, s) for s in ("tail", "middle"))
+    assert tail[0] < middle[0] and middle[1] < tail[1]
+
+
+def test_a_few_thousand_dependent_checkpoints_cost_a_few_dozen_tests():
+    """The point of the exact computation: at n = 10,000 the band's thousands of checkpoints hold
+    together at a level per checkpoint more than fifteen times the union bound's (20.8: the
+    figure docs/theory.md states)."""
     n, gamma = 10_000, 0.025
     c, levels = exact_band_levels(n, gamma)
-    weight = np.where(c <= n / 2, 1.0, EXACT_UPPER_WEIGHT)
+    weight = band_weights(c, n, "tail")
     union = gamma / weight.sum()
-    assert c.size > 250
-    assert levels[0] > 5.0 * union
+    assert c.size > 2000
+    assert levels[0] > 15.0 * union
 
 
-def test_the_band_reads_the_smallest_bound_at_or_above_each_count():
-    n, gamma = 1000, 0.05
-    c, levels = exact_band_levels(n, gamma)
+@pytest.mark.parametrize("shape", ["tail", "middle"])
+def test_the_band_reads_the_smallest_bound_at_or_above_each_count(shape):
+    n, gamma = 5000, 0.05
+    c, levels = exact_band_levels(n, gamma, shape)
     bounds = special.betaincinv(c + 1.0, n - c, 1.0 - levels)
-    k = np.array([0, 5, 33, 34, 100, 499, 500, 501, 900, 999, 1000])
+    k = np.array([0, 5, 33, 34, 100, 499, 500, 501, 1024, 1025, 1030, 2500, 4000, 4999, 5000])
     expected = [min(bounds[c >= x], default=1.0) for x in k]
-    np.testing.assert_allclose(exact_band_upper(k, n, gamma), expected, rtol=1e-12)
+    np.testing.assert_allclose(exact_band_upper(k, n, gamma, shape), expected, rtol=1e-12)
 
 
 def _uniform_tails(rng: np.random.Generator, reps: int, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -123,9 +154,9 @@ def _errors(seed: int, n: int, edges: np.ndarray) -> tuple[np.ndarray, np.ndarra
 @pytest.mark.parametrize(("n_selection", "n_evaluation"), [(400, 900), (12_000, 30_000)])
 def test_holdout_and_exact_band_are_read_at_their_shares_of_gamma(n_selection, n_evaluation):
     """Below EXACT_HOLDOUT_SELECTION selection trials the exact band spends all of gamma,
-    1 - sqrt(1 - gamma) per error on the pooled counts of each error's own sample; above, it
-    spends EXACT_SHARE and the holdout the rest. Unequal sample sizes per side: a band read at
-    the other side's n, or at the evaluation sample's, fails here."""
+    gamma / 2 per error on the pooled counts of each error's own sample; above, it spends
+    EXACT_SHARE and the holdout the rest. Unequal sample sizes per side: a band read at the
+    other side's n, or at the evaluation sample's, fails here."""
     gamma = 0.05
     edges = np.linspace(-5.0, 6.0, 1101)
     sizes = (n_selection, n_selection + 7), (n_evaluation, n_evaluation - 11)
@@ -137,7 +168,7 @@ def test_holdout_and_exact_band_are_read_at_their_shares_of_gamma(n_selection, n
     evaluation = (fp_e, fn_e, *sizes[1])
     share = exact_share(*sizes[0])
     assert share == (EXACT_SHARE if n_selection >= EXACT_HOLDOUT_SELECTION else 1.0)
-    each = 1 - math.sqrt(1 - share * gamma)
+    each = share * gamma / 2
     n0, n1 = sizes[0][0] + sizes[1][0], sizes[0][1] + sizes[1][1]
     for objective in (lambda a, b: epsilon_from_errors(a, b, 1e-5), lambda a, b: -a - b):
         choice = choose_threshold("holdout+exact", objective, selection, evaluation, gamma)

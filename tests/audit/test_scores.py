@@ -5,14 +5,10 @@ import pytest
 from scipy.stats import beta, norm
 
 import dpaudit as dpa
+from dpaudit.audit.confidence import clopper_pearson_upper
 from dpaudit.audit.lower_bounds import epsilon_from_errors
-from dpaudit.audit.scores import (
-    FEW_VALUES,
-    SCOUT_MOST,
-    audit_scores,
-    scouted_thresholds,
-    split_scores,
-)
+from dpaudit.audit.scores import audit_scores, split_scores
+from dpaudit.audit.strategies import FEW_VALUES, crossed_tests, exact_band_upper
 from tests.audit.laws import true_eps
 
 
@@ -82,7 +78,7 @@ def test_small_samples_do_not_collapse():
     for seed in range(20):
         rng = np.random.default_rng(seed)
         r = audit_scores(rng.standard_normal(100), rng.standard_normal(100) + 1.0)
-        assert r.metadata["threshold_choice"] == "holdout+exact"
+        assert r.metadata["threshold_choice"] == "crossed"
         assert r.mu_lower_bound() <= 1.5
         positive += r.mu_lower_bound() > 0
     assert positive >= 12
@@ -112,73 +108,84 @@ def test_complex_scores_with_no_imaginary_part_are_their_real_part():
 
 
 @pytest.mark.parametrize("law", ["randomized_response", "geometric"])
-def test_the_default_tests_a_few_valued_scouts_thresholds_on_the_other_scores(law):
-    # The scout is the first SCOUT_MOST scores of each side in the split's random order: its
-    # values fix the thresholds, and all the other scores test them at gamma/(2K), the full
-    # gamma (the other path's band and holdout leave the scout out). Moving evaluation scores
-    # changes the counts, never the thresholds or their number.
+def test_the_default_tests_each_error_at_the_other_sides_few_values_on_every_score(law):
+    """Few-valued scores: alpha is tested on every D score at the thresholds between the
+    D_prime scores' values (the K of them at gamma / (2K)), beta on every D_prime score at those
+    of the D scores; no score is spent on choosing. Moving the D scores changes alpha's counts,
+    never the thresholds alpha is tested at, nor its level."""
     s0, s1 = _draw(law, 1000, np.random.default_rng(2))
     result = audit_scores(s0, s1, seed=4)
-    assert result.metadata["threshold_choice"] == "scouted"
-    scout = SCOUT_MOST
-    assert result.strategy == "fixed" and result.trials == 1000 - scout
-    assert result.selection_trials == scout
-    k = result.fixed_thresholds.size
-    assert 1 <= k <= FEW_VALUES
-    witness = result.epsilon_witness(1e-5)
-    assert result.gamma_share == 1.0
-    assert witness["gamma_per_bound"] == pytest.approx(0.05 / (2 * k))
-    family = result.verdict(None, deltas=(1e-5,))["family"]
-    assert family["gamma_per_test"] == pytest.approx(0.05 / 2)
+    assert result.metadata["threshold_choice"] == "crossed" and result.strategy == "crossed"
+    assert result.trials == 1000 and result.selection_trials == 0
+    tests0, tests1 = result._crossed_tests
+    edges = result.grid.edges
+    np.testing.assert_array_equal(edges[tests0], np.unique(s1)[1:])
+    np.testing.assert_array_equal(edges[tests1], np.unique(s0)[1:])
+    assert 1 <= tests0.size < FEW_VALUES
+    w = result.epsilon_witness(1e-5)
+    assert w["gamma_per_bound"] == pytest.approx(0.05 / 2)
+    # alpha+ at the chosen threshold is the Clopper-Pearson bound of the nearest test at or
+    # below it, at gamma / (2 K); beta+ of the nearest test at or above it.
+    j = int(np.flatnonzero(edges == w["threshold"])[0])
+    fp, fn = result.tradeoff.fp, result.tradeoff.fn
+    at0, at1 = tests0[tests0 <= j].max(), tests1[tests1 >= j].min()
+    assert w["alpha_upper"] == pytest.approx(
+        clopper_pearson_upper(fp[at0], 1000, 0.05 / (2 * tests0.size)), rel=1e-12
+    )
+    assert w["beta_upper"] == pytest.approx(
+        clopper_pearson_upper(fn[at1], 1000, 0.05 / (2 * tests1.size)), rel=1e-12
+    )
     loaded = type(result).from_dict(result.to_dict())
     assert loaded.epsilon_lower_bound(1e-5) == result.epsilon_lower_bound(1e-5)
-    rng = np.random.default_rng(np.random.SeedSequence(4))
-    scout0 = s0[rng.permutation(1000)][:scout]
-    scout1 = s1[rng.permutation(1000)][:scout]
-    assert np.array_equal(result.fixed_thresholds, scouted_thresholds(scout0, scout1))
-    moved0, moved1 = s0.copy(), s1.copy()
-    order0 = np.random.default_rng(np.random.SeedSequence(4)).permutation(1000)
-    moved0[order0[scout:]] = 0.0  # only evaluation scores move
-    again = audit_scores(moved0, moved1, seed=4)
-    assert np.array_equal(again.fixed_thresholds, result.fixed_thresholds)
-    assert not np.array_equal(again.fixed_counts, result.fixed_counts)
+    moved = np.where(s0 == s0.max(), s0.min(), s0)  # D's largest value is moved to its smallest
+    again = audit_scores(moved, s1, seed=4)
+    np.testing.assert_array_equal(again.grid.edges[again._crossed_tests[0]], edges[tests0])
+    assert not np.array_equal(again.tradeoff.fp, result.tradeoff.fp)
 
 
-def test_without_few_values_the_default_is_the_holdout_and_exact_band_without_the_scout():
-    # Continuous scores: the scout only decides; the audit is holdout+exact on the same split,
-    # the scout's scores left out of both parts (so the path taken cannot bias the band).
-    n, seed = 300, 5
-    s0, s1 = _draw("laplace", n, np.random.default_rng(3))
-    auto = audit_scores(s0, s1, seed=seed)
-    assert auto.metadata["threshold_choice"] == "holdout+exact" and auto.gamma_share == 1.0
-    assert auto.strategy == "holdout+exact"
-    scout = min(round(0.1 * n), SCOUT_MOST)
-    rng = np.random.default_rng(np.random.SeedSequence(seed))
-    for side, scores in enumerate((s0, s1)):
-        order = rng.permutation(n)
-        selection, evaluation = order[scout : round(0.3 * n)], order[round(0.3 * n) :]
-        for counts, part in ((auto.selection_counts, selection), (auto.counts, evaluation)):
-            where = np.searchsorted(auto.grid.edges, scores[part], side="right")
-            expected = np.bincount(where, minlength=auto.grid.n_bins)
-            np.testing.assert_array_equal(counts[side], expected)
-    assert auto.epsilon_witness(1e-5)["strategy"] in ("exact", "holdout", "holdout+median")
+def test_the_tests_of_one_error_are_the_values_of_the_other_side_but_its_lowest():
+    assert crossed_tests(np.array([0, 5, 0, 7, 1])).tolist() == [2, 3]
+    assert crossed_tests(np.array([3, 4])).tolist() == [0]
+    assert crossed_tests(np.array([0, 9, 0])) is None  # a single value: the band
+    assert crossed_tests(np.array([1, 1, 1, 0])) is None  # more values than half the scores
+    assert crossed_tests(np.ones(FEW_VALUES + 1) * 5) is None  # too many values
+    assert crossed_tests(np.ones(FEW_VALUES) * 5).size == FEW_VALUES - 1
 
 
-def test_the_scout_stays_inside_the_selection_part_whatever_the_fraction():
-    s0, s1 = _draw("randomized_response", 100, np.random.default_rng(1))
-    result = audit_scores(s0, s1, seed=2, selection_fraction=0.05)  # 5 selection scores a side
-    assert result.metadata["threshold_choice"] == "scouted"
-    assert result.selection_trials == 3 and result.trials == 97
+@pytest.mark.parametrize(
+    ("laws", "shapes"),
+    [
+        (("gaussian", "gaussian"), ("tail", "tail")),
+        (("laplace", "laplace"), ("middle", "middle")),
+        (("laplace", "gaussian"), ("tail", "middle")),
+    ],
+)
+def test_continuous_scores_get_a_band_shaped_by_the_other_sides_tails(laws, shapes):
+    """Each error's band takes its shape from the other side's scores: a normal law's light
+    tails ask for the band of the tail counts, a Laplace law's for the band of the middle. D
+    Laplace and D_prime normal: alpha's band (on the D scores) is shaped by D_prime's tails.
+    The bounds read are those bands at gamma / 2 each, on every score."""
+    rng = np.random.default_rng(6)
+    draw = {"gaussian": rng.standard_normal, "laplace": lambda n: rng.laplace(0.0, 1.0, n)}
+    s0, s1 = draw[laws[0]](2000), draw[laws[1]](3000) + 1.0
+    result = audit_scores(s0, s1, seed=1)
+    assert result._crossed_tests == (None, None)
+    assert result._band_shapes == shapes
+    w = result.epsilon_witness(1e-5)
+    fp = int(round(w["alpha"] * 2000))
+    fn = int(round(w["beta"] * 3000))
+    assert w["alpha_upper"] == exact_band_upper(fp, 2000, 0.025, shapes[0])
+    assert w["beta_upper"] == exact_band_upper(fn, 3000, 0.025, shapes[1])
+    # Moving the D scores leaves beta's band alone and alpha's shape alone.
+    again = audit_scores(s0 * 3.0, s1, seed=1)
+    assert again._band_shapes[0] == shapes[0]
 
 
-def test_continuous_scores_are_not_scouted_and_the_split_is_the_holdouts():
+def test_the_other_strategies_split_each_side_at_its_selection_fraction():
     s0, s1 = _draw("gaussian", 1000, np.random.default_rng(2))
-    result = audit_scores(s0, s1, seed=4)
+    result = audit_scores(s0, s1, seed=4, strategy="holdout+exact")
     assert result.metadata["threshold_choice"] == "holdout+exact"
-    assert result.trials == 700 and result.selection_trials == 300 - SCOUT_MOST
-    assert scouted_thresholds(np.zeros(3), np.ones(3)) is not None
-    assert scouted_thresholds(np.arange(10.0), np.arange(10.0) + 0.5) is None  # no repeats
-    assert scouted_thresholds(np.zeros(5), np.zeros(5)) is None  # a single value
+    assert result.trials == 700 and result.selection_trials == 300
 
 
 def test_median_threshold_is_chosen_on_the_selection_scores_only():

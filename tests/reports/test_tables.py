@@ -63,8 +63,8 @@ def test_a_scores_audit_shows_its_sample_sizes_and_no_invented_pair():
         and "D′ =" not in rows["neighbouring pair"]
     )
     assert rows["scores on D (non-members)"] == "300" and rows["scores on D′ (members)"] == "200"
-    # The default selection fraction 0.3 of the smaller side (200) selects, the rest evaluates.
-    assert rows["of which evaluate (smaller side)"] == "140"
+    # The default evaluates on every score (no part of either side is spent on choosing).
+    assert rows["of which evaluate (smaller side)"] == "200"
     assert "trials per dataset" not in rows
 
 
