@@ -19,10 +19,12 @@ positive.
 
 ``--engine``: the engine's default (``holdout``) beside ``holdout+exact`` (the exact band of
 :func:`dpaudit.audit.strategies.exact_band_upper` on the selection and evaluation trials pooled,
-beside the holdout at the rest of ``gamma``) on the same counts, for the Gaussian mechanism that is
-exactly ``(1, 1e-5)``-DP and the Laplace mechanism with ``eps = 1``, at ``10^4`` to ``10^6``
-trials (default selection sample): mean certified ``eps`` at ``delta = 1e-5`` and ``mu`` over
-``--seeds`` audits, and the ratio of the means.
+beside the holdout at the rest of ``gamma``) and ``crossed`` (each error bounded on its own
+dataset's trials, pooled, configured by the other dataset's) on the same counts, for the
+Gaussian mechanism that is exactly ``(1, 1e-5)``-DP and the Laplace mechanism with
+``eps = 1``, at ``10^4`` to ``10^6`` trials (default selection sample): mean certified ``eps`` at
+``delta = 1e-5`` and ``mu`` over ``--seeds`` audits, and the ratios of the means to the
+holdout's.
 
     python bench/bench_strategies.py --engine --seeds 20
 """
@@ -109,7 +111,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="n up to 1e4 only")
     parser.add_argument("--seeds", type=int, default=None, help="audits per row (default 20)")
     parser.add_argument("--delta", type=float, default=1e-5)
-    parser.add_argument("--engine", action="store_true", help="holdout against holdout+exact")
+    parser.add_argument(
+        "--engine", action="store_true", help="holdout against holdout+exact and crossed"
+    )
     args = parser.parse_args()
     if args.engine:
         engine_table(args.seeds or 20, args.delta)
@@ -164,34 +168,41 @@ def main() -> None:
     print(f"seconds: {time.perf_counter() - started:.1f}")
 
 
+ENGINE_STRATEGIES = ("holdout", "holdout+exact", "crossed")
+
+
 def engine_table(seeds: int, delta: float) -> None:
-    """The engine's default beside ``holdout+exact`` on the same counts (module docstring)."""
-    print(f"mean over {seeds} seeds, 95%; eps at delta={delta:g}")
+    """The engine's default beside ``holdout+exact`` and ``crossed`` on the same counts (module
+    docstring)."""
+    print(f"mean over {seeds} seeds, 95%; eps at delta={delta:g}; ratios to holdout")
+    others = ENGINE_STRATEGIES[1:]
     print(
-        "| mechanism | trials | holdout eps | holdout+exact eps | ratio | holdout mu | "
-        "holdout+exact mu | ratio |"
+        "| mechanism | trials | holdout eps | "
+        + " | ".join(f"{k} eps | ratio" for k in others)
+        + " | holdout mu | "
+        + " | ".join(f"{k} mu | ratio" for k in others)
+        + " |"
     )
-    print("|---|---|---|---|---|---|---|---|", flush=True)
+    print("|---" * (4 + 4 * len(others)) + "|", flush=True)
     for label, mechanism, attack in mechanisms(delta)[:2]:
         for n in (10**4, 10**5, 10**6):
-            eps: dict[str, list[float]] = {"holdout": [], "holdout+exact": []}
-            mu: dict[str, list[float]] = {"holdout": [], "holdout+exact": []}
+            eps: dict[str, list[float]] = {k: [] for k in ENGINE_STRATEGIES}
+            mu: dict[str, list[float]] = {k: [] for k in ENGINE_STRATEGIES}
             for seed in range(seeds):
                 result = dpaudit.audit_mechanism(
                     mechanism, attack=attack, trials=n, seed=seed, progress=False
                 )
-                for strategy in eps:
+                for strategy in ENGINE_STRATEGIES:
                     read = dataclasses.replace(result, strategy=strategy)
                     eps[strategy].append(read.epsilon_lower_bound(delta))
                     mu[strategy].append(read.mu_lower_bound())
             e = {k: float(np.mean(v)) for k, v in eps.items()}
             m = {k: float(np.mean(v)) for k, v in mu.items()}
-            print(
-                f"| {label} | {n:.0e} | {e['holdout']:.4f} | {e['holdout+exact']:.4f} | "
-                f"{e['holdout+exact'] / e['holdout']:.3f} | {m['holdout']:.4f} | "
-                f"{m['holdout+exact']:.4f} | {m['holdout+exact'] / m['holdout']:.3f} |",
-                flush=True,
-            )
+            cells = [f"{e['holdout']:.4f}"]
+            cells += [f"{e[k]:.4f} | {e[k] / e['holdout']:.3f}" for k in others]
+            cells += [f"{m['holdout']:.4f}"]
+            cells += [f"{m[k]:.4f} | {m[k] / m['holdout']:.3f}" for k in others]
+            print(f"| {label} | {n:.0e} | " + " | ".join(cells) + " |", flush=True)
 
 
 if __name__ == "__main__":

@@ -378,8 +378,8 @@ def run(args: argparse.Namespace) -> list[tuple[str, str, str]]:
         if args.threshold is None and values <= FEW_VALUES:
             print(
                 f"note: the scores take only {values} distinct values; if these were known "
-                "before the scores were drawn, thresholds declared between them (--threshold) "
-                "use every score and certify more"
+                "before the scores were drawn, declaring the few thresholds that matter "
+                "(--threshold) certifies more than testing every value"
             )
     if claim is None:
         return []

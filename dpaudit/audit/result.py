@@ -132,9 +132,9 @@ class AuditResult:
     ``D_prime`` at each given threshold. ``mechanism``, ``pair`` and ``attack`` are the objects
     audited (``mechanism`` and ``attack`` are ``None`` after loading from JSON; their names and
     parameters stay in ``metadata``). ``gamma_share`` is the share of ``1 - confidence`` that this
-    result's bounds spend, less than 1 when the procedure that made it spends the rest on a test
-    it did not report (:func:`dpaudit.audit.scores.audit_scores`' scout); every bound is read at
-    :attr:`gamma`.
+    result's bounds spend, less than 1 when the procedure that made it spends the rest on tests
+    it did not report (the earlier looks of a sequential audit, :mod:`dpaudit.audit.sequential`);
+    every bound is read at :attr:`gamma`.
     """
 
     mechanism: Any

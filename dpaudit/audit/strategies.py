@@ -22,11 +22,17 @@ level (docs/theory.md#empirical). Every audit names one of three strategies:
 - ``"holdout+exact"``: the same with the *exact* band (:func:`exact_band_upper`), whose joint
   coverage over its checkpoints is computed (:mod:`dpaudit.audit.crossing`) instead of
   union-bounded, at :func:`exact_share` of ``gamma`` (all of it unless both selection samples
-  hold :data:`EXACT_HOLDOUT_SELECTION` trials, when the holdout spends the rest). The default of
-  audits of given scores (:mod:`dpaudit.audit.scores`). The engine's default stays the holdout:
-  on its large counts the holdout's full ``gamma`` certifies more for mechanisms read in the
-  middle of the curve (Laplace), and the exact band helps only tail-read ones (Gaussian)
-  (``bench/bench_strategies.py --engine``).
+  hold :data:`EXACT_HOLDOUT_SELECTION` trials, when the holdout spends the rest); each error's
+  band has the shape (:func:`band_weights`) that the other side's trials suggest
+  (:func:`band_shape`).
+- ``"crossed"``: no threshold is chosen and no trial is spent on choosing. Each error is
+  bounded on all of its own side's trials (selection and evaluation pooled) at ``gamma / 2``,
+  and the other side's trials, independent of them, say how (:func:`crossed_upper`): at the
+  thresholds between their values when they take few values (:func:`crossed_tests`,
+  Bonferroni over those ``K`` tests), else by the exact band of the shape their tails suggest;
+  every threshold is then read. The default of audits of given scores
+  (:mod:`dpaudit.audit.scores`). The engine's default stays the holdout
+  (``bench/bench_strategies.py --engine`` measures the three on the same counts).
 
 The holdout choice maximises the bound the evaluation would give if its error rates were
 *pessimistic* selection estimates (the selection's Clopper-Pearson upper bounds at level
@@ -90,7 +96,14 @@ Proofs, each conditional on the selection sample (independent of the evaluation 
   so their pool is one sample); all hold together with probability at least ``1 - gamma``
   (union bound), whichever of the two is read.
 - holdout+exact: as holdout+band, with the exact band's failure probability computed
-  (:func:`exact_band_levels`) in place of the union bound over its indices.
+  (:func:`exact_band_levels`) in place of the union bound over its indices; each error's band
+  at half the band's share, valid given the other side's trials that fix its shape.
+- crossed: given the ``D_prime`` trials, the ``alpha`` bounds are a fixed procedure on the
+  ``D`` trials (``K`` Clopper-Pearson bounds at ``gamma / (2K)``, or a band simultaneous over
+  every threshold at ``gamma / 2``) and all hold with probability at least ``1 - gamma / 2``;
+  a threshold between tests is bounded by the nearest test below it (``alpha`` does not
+  increase along the thresholds); the same for ``beta`` given the ``D`` trials; so all hold
+  together with probability at least ``1 - gamma`` and the best threshold may be read.
 """
 
 from __future__ import annotations

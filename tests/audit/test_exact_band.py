@@ -18,6 +18,7 @@ from dpaudit.audit.strategies import (
     EXACT_LINEAR_COUNTS,
     EXACT_SHARE,
     EXACT_SPACING,
+    band_shape,
     band_weights,
     choose_threshold,
     exact_band_counts,
@@ -192,3 +193,31 @@ def test_holdout_and_exact_band_are_read_at_their_shares_of_gamma(n_selection, n
 def test_the_band_share_depends_on_the_selection_sizes_only():
     assert exact_share(EXACT_HOLDOUT_SELECTION - 1, 10**9) == 1.0
     assert exact_share(EXACT_HOLDOUT_SELECTION, EXACT_HOLDOUT_SELECTION) == EXACT_SHARE
+
+
+@pytest.mark.parametrize("mechanism", ["laplace", "randomized_response"])
+def test_the_engine_reads_crossed_on_both_samples_pooled(mechanism):
+    """strategy="crossed" on the engine's counts: each error bounded on its dataset's selection
+    and evaluation trials pooled, by a band whose shape the other dataset's pooled counts give
+    (the Laplace mechanism's likelihood-ratio scores) or at the one threshold between the other
+    dataset's two values (randomized response); the bound stays below the true eps = 1 and is
+    positive (seed 0; each such audit exceeds the truth with probability at most 5%)."""
+    import dpaudit
+    from dpaudit.mechanisms import Laplace, RandomizedResponse
+
+    mech = Laplace(1.0) if mechanism == "laplace" else RandomizedResponse(1.0)
+    result = dpaudit.audit_mechanism(mech, trials=20_000, seed=0, strategy="crossed")
+    w = result.epsilon_witness(1e-5)
+    assert w["strategy"] == "crossed" and w["gamma_per_bound"] == pytest.approx(0.025)
+    pooled = result.counts + result.selection_counts
+    n0 = int(pooled[0].sum())
+    if mechanism == "laplace":
+        values = np.concatenate([[-np.inf], result.grid.edges])
+        assert result._band_shapes[0] == band_shape(values, pooled[1])
+        assert result._crossed_tests == (None, None)
+        j = int(np.flatnonzero(result.grid.edges == w["threshold"])[0])
+        fp = int(pooled[0][j + 1 :].sum())
+        assert w["alpha_upper"] == exact_band_upper(fp, n0, 0.025, result._band_shapes[0])
+    else:
+        assert all(t is not None and t.size == 1 for t in result._crossed_tests)
+    assert 0.5 < w["epsilon"] <= 1.0
