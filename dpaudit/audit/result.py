@@ -34,6 +34,7 @@ from dpaudit.audit.lower_bounds import epsilon_from_errors, mu_from_errors, viol
 from dpaudit.audit.privacy_loss import PrivacyLossStatistics
 from dpaudit.audit.strategies import (
     MU_SHAPES,
+    CrossedTests,
     band_ceiling_errors,
     band_shape,
     bonferroni_candidates,
@@ -222,18 +223,23 @@ class AuditResult:
     @cached_property
     def _band_shapes(self) -> tuple[str, str]:
         """The shapes of the exact bands of ``alpha`` and ``beta``, each chosen from the *other*
-        side's trials, selection and evaluation pooled (:func:`~dpaudit.audit.strategies.
-        band_shape`; each bin stands for its lower edge)."""
+        side's trials (:func:`~dpaudit.audit.strategies.band_shape`): from its scores when the
+        audit recorded them (``metadata["band_shapes"]``, audits of given scores), else from its
+        selection and evaluation counts pooled, each bin standing for its lower edge (a grid
+        fixed before the trials, so the edges say nothing of the other side)."""
+        given = self.metadata.get("band_shapes")
+        if given is not None:
+            return str(given[0]), str(given[1])
         values = np.concatenate([[-np.inf], self.grid.edges])
         pooled = self.counts + self.selection_counts
         return band_shape(values, pooled[1]), band_shape(values, pooled[0])
 
     @cached_property
-    def _crossed_tests(self) -> tuple[np.ndarray | None, np.ndarray | None]:
+    def _crossed_tests(self) -> tuple[CrossedTests | None, CrossedTests | None]:
         """The thresholds at which ``"crossed"`` tests ``alpha`` and ``beta``, each from the
         *other* side's occupied bins (:func:`~dpaudit.audit.strategies.crossed_tests`)."""
         pooled = self.counts + self.selection_counts
-        return crossed_tests(pooled[1]), crossed_tests(pooled[0])
+        return crossed_tests(pooled[1], "alpha"), crossed_tests(pooled[0], "beta")
 
     def _selection(self) -> tuple[np.ndarray, np.ndarray, int, int] | None:
         """``(fp, fn, n_d, n_d_prime)`` of the selection sample, ``None`` when it is empty (an
@@ -650,8 +656,9 @@ class AuditResult:
         p = data["pair"]
         pair = NeighbouringPair(p["d"], p["d_prime"], p["relation"], p.get("description", ""))
         metadata = {k: data[k] for k in ("mechanism", "attack", "pair", "versions", "random")}
-        if data.get("sequential") is not None:
-            metadata["sequential"] = data["sequential"]
+        for key in ("sequential", "band_shapes"):
+            if data.get(key) is not None:
+                metadata[key] = data[key]
         return cls(
             mechanism=None,
             pair=pair,

@@ -10,9 +10,9 @@ scores, all of them, and lets the *other* side's scores decide how:
 
 - when the other side's scores take few values (at most
   :data:`~dpaudit.audit.strategies.FEW_VALUES`, and at most half as many as scores), the error is
-  tested at the thresholds between those values, the ``K`` of them at ``gamma/(2K)`` each: a
-  randomized-response or other discrete score law is tested at a handful of thresholds on
-  every score;
+  tested at the thresholds those values mark, one per value, by a Bonferroni correction
+  (:func:`~dpaudit.audit.strategies.crossed_tests`): a randomized-response or other discrete
+  score law is tested at a handful of thresholds on every score;
 - otherwise by an exact band that holds at every threshold at once, its joint coverage
   computed exactly, at ``gamma/2``; its shape (where it spends its error: the few false
   positives where a normal law's ``eps`` is read, or the large counts where a Laplace law's is)
@@ -55,6 +55,7 @@ from dpaudit._core.validation import (
 )
 from dpaudit.audit.grid import ScoreGrid
 from dpaudit.audit.result import AuditResult
+from dpaudit.audit.strategies import band_shape
 from dpaudit.mechanisms.base import NeighbouringPair
 
 __all__ = ["audit_scores", "split_scores"]
@@ -104,12 +105,13 @@ def split_scores(
 
 def _grid_and_counts(
     *sides: tuple[np.ndarray, tuple[np.ndarray, ...]],
-) -> tuple[ScoreGrid, list[np.ndarray]]:
-    """The grid of every score's value (:meth:`ScoreGrid.from_values`) and the counts per bin of
+) -> tuple[ScoreGrid, list[np.ndarray], list[np.ndarray]]:
+    """The grid of every score's value (:meth:`ScoreGrid.from_values`), the counts per bin of
     each part, given as ``(scores, (positions, ...))`` per side, the parts of a side together
-    holding each of its scores once. Each part is sorted and the sorted parts are merged (a
-    stable sort of sorted runs costs little), which bins every score at once: a finite score
-    equal to the ``i``-th value is in bin ``i + 1``, ``-inf`` in bin 0 and ``+inf`` in the last."""
+    holding each of its scores once, and each part's scores sorted. Each part is sorted and the
+    sorted parts are merged (a stable sort of sorted runs costs little), which bins every score
+    at once: a finite score equal to the ``i``-th value is in bin ``i + 1``, ``-inf`` in bin 0
+    and ``+inf`` in the last."""
     runs = [np.sort(scores[part]) for scores, parts in sides for part in parts]
     pooled = np.concatenate(runs)
     order = np.argsort(pooled, kind="stable")
@@ -120,10 +122,17 @@ def _grid_and_counts(
     bins = np.empty(merged.size, dtype=np.intp)
     bins[order] = np.where(finite, np.cumsum(new), np.where(merged > 0, grid.n_bins - 1, 0))
     ends = np.cumsum([run.size for run in runs])
-    return grid, [
+    counts = [
         np.bincount(part, minlength=grid.n_bins).astype(np.int64, copy=False)
         for part in np.split(bins, ends[:-1])
     ]
+    return grid, counts, runs
+
+
+def _shape_of(sorted_scores: np.ndarray) -> str:
+    """The band shape (:func:`~dpaudit.audit.strategies.band_shape`) one side's scores, sorted,
+    suggest for the other side's error."""
+    return band_shape(sorted_scores, np.ones(sorted_scores.size))
 
 
 def _fixed_counts(
@@ -252,7 +261,12 @@ def audit_scores(
         strategy = "declared"
     n_sel = min(sel0.size, sel1.size)
     n_eval = min(ev0.size, ev1.size)
-    grid, (c_ev0, c_sel0, c_ev1, c_sel1) = _grid_and_counts((s0, (ev0, sel0)), (s1, (ev1, sel1)))
+    grid, (c_ev0, c_sel0, c_ev1, c_sel1), runs = _grid_and_counts(
+        (s0, (ev0, sel0)), (s1, (ev1, sel1))
+    )
+    # Each side's scores sorted: the run of its evaluation part when it holds them all.
+    sorted0 = runs[0] if runs[0].size == s0.size else np.sort(s0)
+    sorted1 = runs[2] if runs[2].size == s1.size else np.sort(s1)
 
     pair = NeighbouringPair(np.zeros(0), np.zeros(1), "add_remove", "scores given by the user")
     metadata = {
@@ -267,6 +281,9 @@ def audit_scores(
         "pair": pair.to_dict(),
         "versions": versions(libraries=("numpy",)),
         "random": {"split": f"default_rng(SeedSequence({int(seed)})).permutation per side"},
+        # Each error's band takes its shape from the other side's scores themselves (a bin of
+        # the grid of both sides' values would stand for a value that depends on both).
+        "band_shapes": [_shape_of(sorted1), _shape_of(sorted0)],
     }
     fixed = None
     if strategy == "median":

@@ -28,9 +28,9 @@ level (docs/theory.md#empirical). Every audit names one of three strategies:
 - ``"crossed"``: no threshold is chosen and no trial is spent on choosing. Each error is
   bounded on all of its own side's trials (selection and evaluation pooled) at ``gamma / 2``,
   and the other side's trials, independent of them, say how (:func:`crossed_upper`): at the
-  thresholds between their values when they take few values (:func:`crossed_tests`,
-  Bonferroni over those ``K`` tests), else by the exact band of the shape their tails suggest;
-  every threshold is then read. The default of audits of given scores
+  thresholds their values mark when they take few values (:func:`crossed_tests`, a weighted
+  Bonferroni correction over those tests), else by the exact band of the shape their tails
+  suggest; every threshold is then read. The default of audits of given scores
   (:mod:`dpaudit.audit.scores`). The engine's default stays the holdout
   (``bench/bench_strategies.py --engine`` measures the three on the same counts).
 
@@ -99,11 +99,12 @@ Proofs, each conditional on the selection sample (independent of the evaluation 
   (:func:`exact_band_levels`) in place of the union bound over its indices; each error's band
   at half the band's share, valid given the other side's trials that fix its shape.
 - crossed: given the ``D_prime`` trials, the ``alpha`` bounds are a fixed procedure on the
-  ``D`` trials (``K`` Clopper-Pearson bounds at ``gamma / (2K)``, or a band simultaneous over
-  every threshold at ``gamma / 2``) and all hold with probability at least ``1 - gamma / 2``;
-  a threshold between tests is bounded by the nearest test below it (``alpha`` does not
-  increase along the thresholds); the same for ``beta`` given the ``D`` trials; so all hold
-  together with probability at least ``1 - gamma`` and the best threshold may be read.
+  ``D`` trials (Clopper-Pearson bounds whose levels add up to ``gamma / 2``, or a band
+  simultaneous over every threshold at ``gamma / 2``) and all hold with probability at least
+  ``1 - gamma / 2``; a threshold between tests is bounded by the nearest test below it
+  (``alpha`` does not increase along the thresholds); the same for ``beta`` given the ``D``
+  trials; so all hold together with probability at least ``1 - gamma`` and the best threshold
+  may be read.
 """
 
 from __future__ import annotations
@@ -160,6 +161,7 @@ __all__ = [
     "band_weights",
     "band_shape",
     "FEW_VALUES",
+    "END_TEST_WEIGHT",
     "crossed_tests",
     "crossed_upper",
     "exact_share",
@@ -300,6 +302,13 @@ MIDDLE_REST = 0.02
 #: ``"crossed"`` tests one side's error at fixed thresholds when the other side's trials take at
 #: most this many values (:func:`crossed_tests`).
 FEW_VALUES = 16
+
+#: Weight of the end test of :func:`crossed_tests` relative to the others.
+END_TEST_WEIGHT = 0.1
+
+#: The tests of one error under ``"crossed"``: threshold indices and each one's share of the
+#: error's level (:func:`crossed_tests`).
+CrossedTests = tuple[np.ndarray, np.ndarray]
 
 #: A side's scores have *heavy tails* (:func:`band_shape`) when more than :data:`HEAVY_TAIL_SHARE`
 #: of them lie farther than this many robust standard deviations (interquartile range / 1.349)
@@ -602,7 +611,7 @@ def band_ceiling_errors(
     gamma: float,
     exact_share: float | None = None,
     shapes: tuple[str, str] = ("tail", "tail"),
-    tests: tuple[np.ndarray | None, np.ndarray | None] | None = None,
+    tests: tuple[CrossedTests | None, CrossedTests | None] | None = None,
 ) -> tuple[float, float]:
     """The upper bounds the band of ``"holdout+band"`` reads for a *perfect* attack on ``n_d``
     and ``n_d_prime`` pooled trials: :func:`band_upper` of a zero count at the band's share of
@@ -615,7 +624,7 @@ def band_ceiling_errors(
             float(
                 exact_band_upper(np.array(0), n, half, shape)
                 if t is None
-                else clopper_pearson_upper(0, n, half / t.size)
+                else clopper_pearson_upper(0, n, half * t[1].max())
             )
             for n, t, shape in ((n_d, tests[0], shapes[0]), (n_d_prime, tests[1], shapes[1]))
         )
@@ -639,37 +648,65 @@ def exact_share(n_selection_d: int, n_selection_d_prime: int) -> float:
     return EXACT_SHARE if large else 1.0
 
 
-def crossed_tests(other_counts: np.ndarray) -> np.ndarray | None:
-    """The thresholds at which ``"crossed"`` tests one side's error when the *other* side's
-    trials take few values: given that side's counts per bin, the indices ``j`` of the tests
-    "score >= e_j" that separate each of its occupied bins from the one below (each value but
-    the lowest, as a threshold just below it); ``None`` (the side gets the exact band) unless
-    it occupies between 2 and :data:`FEW_VALUES` bins and at most half as many as its trials."""
+def crossed_tests(other_counts: np.ndarray, error: str) -> CrossedTests | None:
+    """The tests of one error under ``"crossed"`` when the *other* side's trials take few
+    values: given that side's counts per bin (bin ``k`` holds the scores in
+    ``[e_{k-1}, e_k)``), ``(j, share)``: the indices ``j`` of the tests "score >= e_j" and each
+    one's share of the error's level; ``None`` (the error gets the exact band) unless the other
+    side occupies between 2 and :data:`FEW_VALUES` bins and at most half as many as its trials.
+
+    ``error="alpha"`` (tested on ``D``, the values ``w`` from ``D_prime``): "score >= w" for each
+    value, the test of least ``alpha`` among those of the same ``beta``. ``error="beta"``
+    (tested on ``D_prime``, the values ``v`` from ``D``): "score > v", the test of least ``beta``
+    among those of the same ``alpha``. Each test has weight 1 but the *end* one (the lowest
+    ``w``, where ``beta`` is 0; the highest ``v``, where ``alpha`` is 0), which has
+    :data:`END_TEST_WEIGHT`: it helps only when one side's values reach beyond all of the other
+    side's. A test with no threshold on the grid (``w = -inf``; no score above ``v``) keeps its
+    share, unread, so the shares depend on the other side's values alone.
+    """
+    if error not in ("alpha", "beta"):
+        raise ValueError(f"error must be 'alpha' or 'beta', got {error!r}")
     h = np.asarray(other_counts)
     occupied = np.flatnonzero(h)
     if not 2 <= occupied.size <= min(FEW_VALUES, int(h.sum()) // 2):
         return None
-    return occupied[1:] - 1
+    weights = np.ones(occupied.size)
+    if error == "alpha":
+        j = occupied - 1
+        weights[0] = END_TEST_WEIGHT
+    else:
+        j = occupied
+        weights[-1] = END_TEST_WEIGHT
+    on_grid = (j >= 0) & (j <= h.size - 2)
+    return j[on_grid], (weights / weights.sum())[on_grid]
 
 
 def crossed_upper(
-    k: np.ndarray, n: int, gamma: float, tests: np.ndarray | None, shape: str
+    k: np.ndarray,
+    n: int,
+    gamma: float,
+    tests: CrossedTests | None,
+    shape: str,
 ) -> np.ndarray:
     """Upper bounds, holding together with probability at least ``1 - gamma``, on the rate
     behind the counts ``k`` of one error at every threshold, the counts non-increasing along
     the thresholds (``alpha``'s; ``beta``'s read in reverse order).
 
-    With ``tests`` (sorted threshold indices, :func:`crossed_tests`): the Clopper-Pearson bound
-    at ``gamma / K`` at each of the ``K`` tests (Bonferroni), and at any other threshold the
-    bound of the nearest test before it (the rate there is at most that test's, the counts
-    being those of a nested family of events), or 1 before the first. Without: the exact band
-    of the given ``shape`` (:func:`exact_band_upper`), simultaneous over every threshold.
+    With ``tests`` (``(j, share)``, sorted indices, :func:`crossed_tests`): the
+    Clopper-Pearson bound at ``gamma * share`` at each test (a weighted Bonferroni correction),
+    and at any other threshold the bound of the nearest test before it (the rate there is at
+    most that test's, the counts being those of a nested family of events), or 1 before the
+    first. Without: the exact band of the given ``shape`` (:func:`exact_band_upper`),
+    simultaneous over every threshold.
     """
     k = np.asarray(k)
     if tests is None:
         return exact_band_upper(k, n, gamma, shape)
-    at = clopper_pearson_upper(k[tests], n, gamma / tests.size)
-    before = np.searchsorted(tests, np.arange(k.size), side="right") - 1
+    index, share = tests
+    if index.size == 0:
+        return np.ones(k.shape)
+    at = clopper_pearson_upper(k[index], n, gamma * share)
+    before = np.searchsorted(index, np.arange(k.size), side="right") - 1
     return np.where(before >= 0, at[np.maximum(before, 0)], 1.0)
 
 
@@ -724,7 +761,7 @@ def choose_threshold(
     named: np.ndarray | None = None,
     memo: dict[Any, np.ndarray] | None = None,
     shapes: tuple[str, str] = ("tail", "tail"),
-    tests: tuple[np.ndarray | None, np.ndarray | None] = (None, None),
+    tests: tuple[CrossedTests | None, CrossedTests | None] = (None, None),
 ) -> dict[str, Any]:
     """The threshold an audit reads its bound at, chosen by ``strategy``, and its bounds.
 
@@ -908,7 +945,7 @@ def _crossed_choice(
     gamma: float,
     memo: dict[Any, np.ndarray] | None,
     shapes: tuple[str, str],
-    tests: tuple[np.ndarray | None, np.ndarray | None],
+    tests: tuple[CrossedTests | None, CrossedTests | None],
 ) -> dict[str, Any]:
     """``"crossed"``: each error bounded on its own side's trials (selection and evaluation
     pooled) at ``gamma / 2`` by :func:`crossed_upper`, configured (tests or band, and the
@@ -927,7 +964,7 @@ def _crossed_choice(
     last = np.asarray(fn).size - 1
 
     def bounds() -> tuple[np.ndarray, np.ndarray]:
-        mirrored = None if tests[1] is None else last - tests[1][::-1]
+        mirrored = None if tests[1] is None else (last - tests[1][0][::-1], tests[1][1][::-1])
         a = crossed_upper(fp, n0, half, tests[0], shapes[0])
         b = crossed_upper(np.asarray(fn)[::-1], n1, half, mirrored, shapes[1])[::-1]
         return a, b
@@ -936,7 +973,7 @@ def _crossed_choice(
     values = objective(a, b)
     j = int(np.argmax(values))
     sizes = [
-        exact_band_counts(n).size if t is None else t.size
+        exact_band_counts(n).size if t is None else t[0].size
         for n, t in ((n0, tests[0]), (n1, tests[1]))
     ]
     return {

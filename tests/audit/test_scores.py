@@ -8,7 +8,12 @@ import dpaudit as dpa
 from dpaudit.audit.confidence import clopper_pearson_upper
 from dpaudit.audit.lower_bounds import epsilon_from_errors
 from dpaudit.audit.scores import audit_scores, split_scores
-from dpaudit.audit.strategies import FEW_VALUES, crossed_tests, exact_band_upper
+from dpaudit.audit.strategies import (
+    END_TEST_WEIGHT,
+    FEW_VALUES,
+    crossed_tests,
+    exact_band_upper,
+)
 from tests.audit.laws import true_eps
 
 
@@ -109,47 +114,91 @@ def test_complex_scores_with_no_imaginary_part_are_their_real_part():
 
 @pytest.mark.parametrize("law", ["randomized_response", "geometric"])
 def test_the_default_tests_each_error_at_the_other_sides_few_values_on_every_score(law):
-    """Few-valued scores: alpha is tested on every D score at the thresholds between the
-    D_prime scores' values (the K of them at gamma / (2K)), beta on every D_prime score at those
-    of the D scores; no score is spent on choosing. Moving the D scores changes alpha's counts,
-    never the thresholds alpha is tested at, nor its level."""
+    """Few-valued scores: alpha is tested on every D score at "score >= w" for each value w of
+    the D_prime scores, beta on every D_prime score at "score > v" for each value v of the D
+    scores, by a weighted Bonferroni correction at gamma / 2 per error (the end test, the lowest
+    w or the highest v, at END_TEST_WEIGHT); no score is spent on choosing. Moving the D scores
+    changes alpha's counts, never the thresholds alpha is tested at, nor their levels."""
     s0, s1 = _draw(law, 1000, np.random.default_rng(2))
     result = audit_scores(s0, s1, seed=4)
     assert result.metadata["threshold_choice"] == "crossed" and result.strategy == "crossed"
     assert result.trials == 1000 and result.selection_trials == 0
-    tests0, tests1 = result._crossed_tests
+    (j0, share0), (j1, share1) = result._crossed_tests
     edges = result.grid.edges
-    np.testing.assert_array_equal(edges[tests0], np.unique(s1)[1:])
-    np.testing.assert_array_equal(edges[tests1], np.unique(s0)[1:])
-    assert 1 <= tests0.size < FEW_VALUES
-    w = result.epsilon_witness(1e-5)
-    assert w["gamma_per_bound"] == pytest.approx(0.05 / 2)
+    w, v = np.unique(s1), np.unique(s0)
+    np.testing.assert_array_equal(edges[j0], w)  # every value of D_prime is on the grid
+    np.testing.assert_array_equal(edges[j1], v[1:])  # "score > v": the next value up
+    weights = np.r_[END_TEST_WEIGHT, np.ones(w.size - 1)]
+    np.testing.assert_allclose(share0, weights / weights.sum())
+    # The highest v has no threshold above it on this grid, and keeps its share unread.
+    np.testing.assert_allclose(share1, np.ones(v.size - 1) / (v.size - 1 + END_TEST_WEIGHT))
+    assert 1 <= j0.size <= FEW_VALUES
+    wit = result.epsilon_witness(1e-5)
+    assert wit["gamma_per_bound"] == pytest.approx(0.05 / 2)
     # alpha+ at the chosen threshold is the Clopper-Pearson bound of the nearest test at or
-    # below it, at gamma / (2 K); beta+ of the nearest test at or above it.
-    j = int(np.flatnonzero(edges == w["threshold"])[0])
+    # below it, at its share of gamma / 2; beta+ of the nearest test at or above it.
+    j = int(np.flatnonzero(edges == wit["threshold"])[0])
     fp, fn = result.tradeoff.fp, result.tradeoff.fn
-    at0, at1 = tests0[tests0 <= j].max(), tests1[tests1 >= j].min()
-    assert w["alpha_upper"] == pytest.approx(
-        clopper_pearson_upper(fp[at0], 1000, 0.05 / (2 * tests0.size)), rel=1e-12
+    i0, i1 = np.flatnonzero(j0 <= j).max(), np.flatnonzero(j1 >= j).min()
+    assert wit["alpha_upper"] == pytest.approx(
+        clopper_pearson_upper(fp[j0[i0]], 1000, 0.025 * share0[i0]), rel=1e-12
     )
-    assert w["beta_upper"] == pytest.approx(
-        clopper_pearson_upper(fn[at1], 1000, 0.05 / (2 * tests1.size)), rel=1e-12
+    assert wit["beta_upper"] == pytest.approx(
+        clopper_pearson_upper(fn[j1[i1]], 1000, 0.025 * share1[i1]), rel=1e-12
     )
     loaded = type(result).from_dict(result.to_dict())
     assert loaded.epsilon_lower_bound(1e-5) == result.epsilon_lower_bound(1e-5)
     moved = np.where(s0 == s0.max(), s0.min(), s0)  # D's largest value is moved to its smallest
     again = audit_scores(moved, s1, seed=4)
-    np.testing.assert_array_equal(again.grid.edges[again._crossed_tests[0]], edges[tests0])
+    (k0, again_share0), _ = again._crossed_tests
+    np.testing.assert_array_equal(again.grid.edges[k0], edges[j0])
+    np.testing.assert_array_equal(again_share0, share0)
     assert not np.array_equal(again.tradeoff.fp, result.tradeoff.fp)
 
 
-def test_the_tests_of_one_error_are_the_values_of_the_other_side_but_its_lowest():
-    assert crossed_tests(np.array([0, 5, 0, 7, 1])).tolist() == [2, 3]
-    assert crossed_tests(np.array([3, 4])).tolist() == [0]
-    assert crossed_tests(np.array([0, 9, 0])) is None  # a single value: the band
-    assert crossed_tests(np.array([1, 1, 1, 0])) is None  # more values than half the scores
-    assert crossed_tests(np.ones(FEW_VALUES + 1) * 5) is None  # too many values
-    assert crossed_tests(np.ones(FEW_VALUES) * 5).size == FEW_VALUES - 1
+def test_the_tests_of_one_error_are_the_values_of_the_other_side():
+    """alpha: "score >= w" (threshold index b - 1 for each occupied bin b), the lowest at
+    END_TEST_WEIGHT; beta: "score > v" (index b), the highest at END_TEST_WEIGHT. A test with
+    no threshold (below the first edge, above the last) keeps its share, unread."""
+    counts = np.array([0, 5, 0, 7, 1])  # bins 1, 3, 4 occupied; thresholds 0..3
+    end = END_TEST_WEIGHT
+    j, share = crossed_tests(counts, "alpha")
+    assert j.tolist() == [0, 2, 3]
+    np.testing.assert_allclose(share, np.array([end, 1, 1]) / (2 + end))
+    j, share = crossed_tests(counts, "beta")
+    assert j.tolist() == [1, 3]  # the last bin has no threshold above it
+    np.testing.assert_allclose(share, np.array([1, 1]) / (2 + end))
+    j, share = crossed_tests(np.array([3, 4, 0]), "alpha")  # -inf scores: no "score >= -inf"
+    assert j.tolist() == [0]
+    np.testing.assert_allclose(share, [1 / (1 + end)])
+    assert crossed_tests(np.array([0, 9, 0]), "alpha") is None  # a single value: the band
+    assert crossed_tests(np.array([1, 1, 1, 0]), "beta") is None  # more values than half
+    assert crossed_tests(np.ones(FEW_VALUES + 1) * 5, "alpha") is None  # too many values
+    assert crossed_tests(np.ones(FEW_VALUES) * 5, "alpha")[0].size == FEW_VALUES - 1
+    with pytest.raises(ValueError, match="error"):
+        crossed_tests(counts, "gamma")
+
+
+def test_a_perfect_few_valued_attack_certifies_near_its_ceiling():
+    """D on {0, 1}, D_prime on {2, 3}: the threshold "score >= 2" separates them, and the end
+    tests (beta at "score > 1", alpha at "score >= 2") read it: eps far above 0, within the
+    ceiling of these sizes. Without the end tests it certified nothing."""
+    s0, s1 = np.repeat([0.0, 1.0], 50), np.repeat([2.0, 3.0], 50)
+    result = audit_scores(s0, s1)
+    assert 2.5 < result.epsilon_lower_bound(1e-5) <= result.epsilon_ceiling(1e-5)
+    assert result.epsilon_witness(1e-5)["threshold"] == 2.0
+
+
+def test_infinite_scores_shape_the_other_sides_band_by_themselves():
+    """Each error's band shape is a function of the other side's scores alone, +inf scores
+    included: moving one D score far out leaves alpha's shape (from D_prime) where it was."""
+    rng = np.random.default_rng(0)
+    d, d_prime = rng.uniform(-1, 1, 100), rng.uniform(-1, 1, 100)
+    d_prime[:6] = np.inf
+    before = audit_scores(d, d_prime)._band_shapes
+    d[0] = 50.0
+    after = audit_scores(d, d_prime)._band_shapes
+    assert before[0] == after[0] == "middle"
 
 
 @pytest.mark.parametrize(
