@@ -34,7 +34,6 @@ from dpaudit.audit.lower_bounds import epsilon_from_errors, mu_from_errors, viol
 from dpaudit.audit.privacy_loss import PrivacyLossStatistics
 from dpaudit.audit.strategies import (
     MU_SHAPES,
-    CrossedTests,
     band_ceiling_errors,
     band_shape,
     bonferroni_candidates,
@@ -235,11 +234,11 @@ class AuditResult:
         return band_shape(values, pooled[1]), band_shape(values, pooled[0])
 
     @cached_property
-    def _crossed_tests(self) -> tuple[CrossedTests | None, CrossedTests | None]:
+    def _crossed_tests(self) -> tuple[np.ndarray | None, np.ndarray | None]:
         """The thresholds at which ``"crossed"`` tests ``alpha`` and ``beta``, each from the
         *other* side's occupied bins (:func:`~dpaudit.audit.strategies.crossed_tests`)."""
         pooled = self.counts + self.selection_counts
-        return crossed_tests(pooled[1], "alpha"), crossed_tests(pooled[0], "beta")
+        return crossed_tests(pooled[1]), crossed_tests(pooled[0])
 
     def _selection(self) -> tuple[np.ndarray, np.ndarray, int, int] | None:
         """``(fp, fn, n_d, n_d_prime)`` of the selection sample, ``None`` when it is empty (an

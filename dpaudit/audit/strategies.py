@@ -161,7 +161,7 @@ __all__ = [
     "band_weights",
     "band_shape",
     "FEW_VALUES",
-    "END_TEST_WEIGHT",
+    "FEW_VALUES_BAND_SHARE",
     "crossed_tests",
     "crossed_upper",
     "exact_share",
@@ -303,12 +303,9 @@ MIDDLE_REST = 0.02
 #: most this many values (:func:`crossed_tests`).
 FEW_VALUES = 16
 
-#: Weight of the end test of :func:`crossed_tests` relative to the others.
-END_TEST_WEIGHT = 0.1
-
-#: The tests of one error under ``"crossed"``: threshold indices and each one's share of the
-#: error's level (:func:`crossed_tests`).
-CrossedTests = tuple[np.ndarray, np.ndarray]
+#: Share of an error's level that ``"crossed"`` spends on the exact band beside its tests
+#: (:func:`crossed_upper`).
+FEW_VALUES_BAND_SHARE = 0.1
 
 #: A side's scores have *heavy tails* (:func:`band_shape`) when more than :data:`HEAVY_TAIL_SHARE`
 #: of them lie farther than this many robust standard deviations (interquartile range / 1.349)
@@ -611,7 +608,7 @@ def band_ceiling_errors(
     gamma: float,
     exact_share: float | None = None,
     shapes: tuple[str, str] = ("tail", "tail"),
-    tests: tuple[CrossedTests | None, CrossedTests | None] | None = None,
+    tests: tuple[np.ndarray | None, np.ndarray | None] | None = None,
 ) -> tuple[float, float]:
     """The upper bounds the band of ``"holdout+band"`` reads for a *perfect* attack on ``n_d``
     and ``n_d_prime`` pooled trials: :func:`band_upper` of a zero count at the band's share of
@@ -620,15 +617,16 @@ def band_ceiling_errors(
     ``tests``, those of ``"crossed"`` (:func:`crossed_upper`, at a test where one is given)."""
     if tests is not None:
         half = gamma / 2
-        a, b = (
-            float(
-                exact_band_upper(np.array(0), n, half, shape)
-                if t is None
-                else clopper_pearson_upper(0, n, half * t[1].max())
+
+        def perfect(n: int, t: np.ndarray | None, shape: str) -> float:
+            if t is None:
+                return float(exact_band_upper(np.array(0), n, half, shape))
+            tested = float(clopper_pearson_upper(0, n, (1 - FEW_VALUES_BAND_SHARE) * half / t.size))
+            return min(
+                tested, float(exact_band_upper(np.array(0), n, FEW_VALUES_BAND_SHARE * half, shape))
             )
-            for n, t, shape in ((n_d, tests[0], shapes[0]), (n_d_prime, tests[1], shapes[1]))
-        )
-        return a, b
+
+        return perfect(n_d, tests[0], shapes[0]), perfect(n_d_prime, tests[1], shapes[1])
     if exact_share is None:
         half = BAND_SHARE * gamma / 2
         return float(band_upper(np.array(0), n_d, half)), float(
@@ -648,66 +646,48 @@ def exact_share(n_selection_d: int, n_selection_d_prime: int) -> float:
     return EXACT_SHARE if large else 1.0
 
 
-def crossed_tests(other_counts: np.ndarray, error: str) -> CrossedTests | None:
+def crossed_tests(other_counts: np.ndarray) -> np.ndarray | None:
     """The tests of one error under ``"crossed"`` when the *other* side's trials take few
     values: given that side's counts per bin (bin ``k`` holds the scores in
-    ``[e_{k-1}, e_k)``), ``(j, share)``: the indices ``j`` of the tests "score >= e_j" and each
-    one's share of the error's level; ``None`` (the error gets the exact band) unless the other
-    side occupies between 2 and :data:`FEW_VALUES` bins and at most half as many as its trials.
+    ``[e_{k-1}, e_k)``), the indices ``j`` of the tests "score >= e_j" at each of its values but
+    the lowest; ``None`` (the error gets the exact band alone) unless the other side occupies
+    between 2 and :data:`FEW_VALUES` bins and at most half as many as its trials.
 
-    ``error="alpha"`` (tested on ``D``, the values ``w`` from ``D_prime``): "score >= w" for each
-    value, the test of least ``alpha`` among those of the same ``beta``. ``error="beta"``
-    (tested on ``D_prime``, the values ``v`` from ``D``): "score > v", the test of least ``beta``
-    among those of the same ``alpha``. Each test has weight 1 but the *end* one (the lowest
-    ``w``, where ``beta`` is 0; the highest ``v``, where ``alpha`` is 0), which has
-    :data:`END_TEST_WEIGHT`: it helps only when one side's values reach beyond all of the other
-    side's. A test with no threshold on the grid (``w = -inf``; no score above ``v``) keeps its
-    share, unread, so the shares depend on the other side's values alone.
-    """
-    if error not in ("alpha", "beta"):
-        raise ValueError(f"error must be 'alpha' or 'beta', got {error!r}")
+    Both errors are tested at the rules "score >= e_j" themselves, so where the two sides share
+    a value the two bounds are of one test; a rule between two tests reads the nearest test
+    below it for ``alpha`` and above it for ``beta`` (:func:`crossed_upper`)."""
     h = np.asarray(other_counts)
     occupied = np.flatnonzero(h)
     if not 2 <= occupied.size <= min(FEW_VALUES, int(h.sum()) // 2):
         return None
-    weights = np.ones(occupied.size)
-    if error == "alpha":
-        j = occupied - 1
-        weights[0] = END_TEST_WEIGHT
-    else:
-        j = occupied
-        weights[-1] = END_TEST_WEIGHT
-    on_grid = (j >= 0) & (j <= h.size - 2)
-    return j[on_grid], (weights / weights.sum())[on_grid]
+    return occupied[1:] - 1
 
 
 def crossed_upper(
-    k: np.ndarray,
-    n: int,
-    gamma: float,
-    tests: CrossedTests | None,
-    shape: str,
+    k: np.ndarray, n: int, gamma: float, tests: np.ndarray | None, shape: str
 ) -> np.ndarray:
     """Upper bounds, holding together with probability at least ``1 - gamma``, on the rate
     behind the counts ``k`` of one error at every threshold, the counts non-increasing along
     the thresholds (``alpha``'s; ``beta``'s read in reverse order).
 
-    With ``tests`` (``(j, share)``, sorted indices, :func:`crossed_tests`): the
-    Clopper-Pearson bound at ``gamma * share`` at each test (a weighted Bonferroni correction),
-    and at any other threshold the bound of the nearest test before it (the rate there is at
-    most that test's, the counts being those of a nested family of events), or 1 before the
-    first. Without: the exact band of the given ``shape`` (:func:`exact_band_upper`),
-    simultaneous over every threshold.
+    Without ``tests``: the exact band of the given ``shape`` (:func:`exact_band_upper`),
+    simultaneous over every threshold. With ``tests`` (sorted threshold indices,
+    :func:`crossed_tests`): the smaller of two bounds, each valid at every threshold, that
+    share ``gamma`` (a union bound): the Clopper-Pearson bound at
+    ``(1 - FEW_VALUES_BAND_SHARE) gamma / K`` at each of the ``K`` tests (Bonferroni), read at
+    any other threshold from the nearest test before it (the rate there is at most that test's,
+    the counts being those of a nested family of events), or 1 before the first; and the
+    exact band at ``FEW_VALUES_BAND_SHARE gamma``, which reads the thresholds the tests do not
+    reach (one side's values beyond all of the other's, as a perfect attack's are).
     """
     k = np.asarray(k)
     if tests is None:
         return exact_band_upper(k, n, gamma, shape)
-    index, share = tests
-    if index.size == 0:
-        return np.ones(k.shape)
-    at = clopper_pearson_upper(k[index], n, gamma * share)
-    before = np.searchsorted(index, np.arange(k.size), side="right") - 1
-    return np.where(before >= 0, at[np.maximum(before, 0)], 1.0)
+    level = (1.0 - FEW_VALUES_BAND_SHARE) * gamma / tests.size
+    at = clopper_pearson_upper(k[tests], n, level)
+    before = np.searchsorted(tests, np.arange(k.size), side="right") - 1
+    tested = np.where(before >= 0, at[np.maximum(before, 0)], 1.0)
+    return np.minimum(tested, exact_band_upper(k, n, FEW_VALUES_BAND_SHARE * gamma, shape))
 
 
 def oracle_errors(
@@ -761,7 +741,7 @@ def choose_threshold(
     named: np.ndarray | None = None,
     memo: dict[Any, np.ndarray] | None = None,
     shapes: tuple[str, str] = ("tail", "tail"),
-    tests: tuple[CrossedTests | None, CrossedTests | None] = (None, None),
+    tests: tuple[np.ndarray | None, np.ndarray | None] = (None, None),
 ) -> dict[str, Any]:
     """The threshold an audit reads its bound at, chosen by ``strategy``, and its bounds.
 
@@ -945,7 +925,7 @@ def _crossed_choice(
     gamma: float,
     memo: dict[Any, np.ndarray] | None,
     shapes: tuple[str, str],
-    tests: tuple[CrossedTests | None, CrossedTests | None],
+    tests: tuple[np.ndarray | None, np.ndarray | None],
 ) -> dict[str, Any]:
     """``"crossed"``: each error bounded on its own side's trials (selection and evaluation
     pooled) at ``gamma / 2`` by :func:`crossed_upper`, configured (tests or band, and the
@@ -964,7 +944,7 @@ def _crossed_choice(
     last = np.asarray(fn).size - 1
 
     def bounds() -> tuple[np.ndarray, np.ndarray]:
-        mirrored = None if tests[1] is None else (last - tests[1][0][::-1], tests[1][1][::-1])
+        mirrored = None if tests[1] is None else last - tests[1][::-1]
         a = crossed_upper(fp, n0, half, tests[0], shapes[0])
         b = crossed_upper(np.asarray(fn)[::-1], n1, half, mirrored, shapes[1])[::-1]
         return a, b
@@ -973,7 +953,7 @@ def _crossed_choice(
     values = objective(a, b)
     j = int(np.argmax(values))
     sizes = [
-        exact_band_counts(n).size if t is None else t[0].size
+        exact_band_counts(n).size if t is None else t.size
         for n, t in ((n0, tests[0]), (n1, tests[1]))
     ]
     return {

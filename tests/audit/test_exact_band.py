@@ -200,7 +200,7 @@ def test_the_engine_reads_crossed_on_both_samples_pooled(mechanism):
     """strategy="crossed" on the engine's counts: each error bounded on its dataset's selection
     and evaluation trials pooled, by a band whose shape the other dataset's pooled counts give
     (the Laplace mechanism's likelihood-ratio scores) or at the threshold between the other
-    dataset's two values and the one beyond them (randomized response); the bound stays below
+    dataset's two values, beside the band (randomized response); the bound stays below
     the true eps = 1 and is positive (seed 0; each such audit exceeds the truth with probability
     at most 5%)."""
     import dpaudit
@@ -220,9 +220,6 @@ def test_the_engine_reads_crossed_on_both_samples_pooled(mechanism):
         fp = int(pooled[0][j + 1 :].sum())
         assert w["alpha_upper"] == exact_band_upper(fp, n0, 0.025, result._band_shapes[0])
     else:
-        # Two values a side: the test between them and the end test beyond them.
-        for tests in result._crossed_tests:
-            assert tests is not None and sorted(tests[1].tolist()) == pytest.approx(
-                [1 / 11, 10 / 11]
-            )
+        # Two values a side: one test, at the rule between them.
+        assert all(t is not None and t.size == 1 for t in result._crossed_tests)
     assert 0.5 < w["epsilon"] <= 1.0

@@ -9,9 +9,10 @@ from dpaudit.audit.confidence import clopper_pearson_upper
 from dpaudit.audit.lower_bounds import epsilon_from_errors
 from dpaudit.audit.scores import audit_scores, split_scores
 from dpaudit.audit.strategies import (
-    END_TEST_WEIGHT,
     FEW_VALUES,
+    FEW_VALUES_BAND_SHARE,
     crossed_tests,
+    crossed_upper,
     exact_band_upper,
 )
 from tests.audit.laws import true_eps
@@ -115,77 +116,93 @@ def test_complex_scores_with_no_imaginary_part_are_their_real_part():
 @pytest.mark.parametrize("law", ["randomized_response", "geometric"])
 def test_the_default_tests_each_error_at_the_other_sides_few_values_on_every_score(law):
     """Few-valued scores: alpha is tested on every D score at "score >= w" for each value w of
-    the D_prime scores, beta on every D_prime score at "score > v" for each value v of the D
-    scores, by a weighted Bonferroni correction at gamma / 2 per error (the end test, the lowest
-    w or the highest v, at END_TEST_WEIGHT); no score is spent on choosing. Moving the D scores
-    changes alpha's counts, never the thresholds alpha is tested at, nor their levels."""
+    the D_prime scores but the lowest, beta on every D_prime score at "score >= v" for each
+    value v of the D scores but the lowest, at (1 - FEW_VALUES_BAND_SHARE) gamma / (2K) each,
+    beside an exact band at FEW_VALUES_BAND_SHARE gamma / 2; no score is spent on choosing.
+    Moving the D scores changes alpha's counts, never the thresholds alpha is tested at."""
     s0, s1 = _draw(law, 1000, np.random.default_rng(2))
     result = audit_scores(s0, s1, seed=4)
     assert result.metadata["threshold_choice"] == "crossed" and result.strategy == "crossed"
     assert result.trials == 1000 and result.selection_trials == 0
-    (j0, share0), (j1, share1) = result._crossed_tests
+    tests0, tests1 = result._crossed_tests
     edges = result.grid.edges
-    w, v = np.unique(s1), np.unique(s0)
-    np.testing.assert_array_equal(edges[j0], w)  # every value of D_prime is on the grid
-    np.testing.assert_array_equal(edges[j1], v[1:])  # "score > v": the next value up
-    weights = np.r_[END_TEST_WEIGHT, np.ones(w.size - 1)]
-    np.testing.assert_allclose(share0, weights / weights.sum())
-    # The highest v has no threshold above it on this grid, and keeps its share unread.
-    np.testing.assert_allclose(share1, np.ones(v.size - 1) / (v.size - 1 + END_TEST_WEIGHT))
-    assert 1 <= j0.size <= FEW_VALUES
-    wit = result.epsilon_witness(1e-5)
-    assert wit["gamma_per_bound"] == pytest.approx(0.05 / 2)
-    # alpha+ at the chosen threshold is the Clopper-Pearson bound of the nearest test at or
-    # below it, at its share of gamma / 2; beta+ of the nearest test at or above it.
-    j = int(np.flatnonzero(edges == wit["threshold"])[0])
+    np.testing.assert_array_equal(edges[tests0], np.unique(s1)[1:])
+    np.testing.assert_array_equal(edges[tests1], np.unique(s0)[1:])
+    assert 1 <= tests0.size < FEW_VALUES
+    w = result.epsilon_witness(1e-5)
+    assert w["gamma_per_bound"] == pytest.approx(0.05 / 2)
+    # alpha+ at the chosen rule "score >= e_j": the smaller of the Clopper-Pearson bound of the
+    # nearest test at or below it and the band; beta+ the same with the nearest test above.
+    j = int(np.flatnonzero(edges == w["threshold"])[0])
     fp, fn = result.tradeoff.fp, result.tradeoff.fn
-    i0, i1 = np.flatnonzero(j0 <= j).max(), np.flatnonzero(j1 >= j).min()
-    assert wit["alpha_upper"] == pytest.approx(
-        clopper_pearson_upper(fp[j0[i0]], 1000, 0.025 * share0[i0]), rel=1e-12
+    at0, at1 = tests0[tests0 <= j].max(), tests1[tests1 >= j].min()
+    tested = (1 - FEW_VALUES_BAND_SHARE) * 0.025
+    band = FEW_VALUES_BAND_SHARE * 0.025
+    shape0, shape1 = result._band_shapes
+    assert w["alpha_upper"] == pytest.approx(
+        min(
+            clopper_pearson_upper(fp[at0], 1000, tested / tests0.size),
+            exact_band_upper(fp[j], 1000, band, shape0),
+        ),
+        rel=1e-12,
     )
-    assert wit["beta_upper"] == pytest.approx(
-        clopper_pearson_upper(fn[j1[i1]], 1000, 0.025 * share1[i1]), rel=1e-12
+    assert w["beta_upper"] == pytest.approx(
+        min(
+            clopper_pearson_upper(fn[at1], 1000, tested / tests1.size),
+            exact_band_upper(fn[j], 1000, band, shape1),
+        ),
+        rel=1e-12,
     )
     loaded = type(result).from_dict(result.to_dict())
     assert loaded.epsilon_lower_bound(1e-5) == result.epsilon_lower_bound(1e-5)
     moved = np.where(s0 == s0.max(), s0.min(), s0)  # D's largest value is moved to its smallest
     again = audit_scores(moved, s1, seed=4)
-    (k0, again_share0), _ = again._crossed_tests
-    np.testing.assert_array_equal(again.grid.edges[k0], edges[j0])
-    np.testing.assert_array_equal(again_share0, share0)
+    np.testing.assert_array_equal(again.grid.edges[again._crossed_tests[0]], edges[tests0])
     assert not np.array_equal(again.tradeoff.fp, result.tradeoff.fp)
 
 
-def test_the_tests_of_one_error_are_the_values_of_the_other_side():
-    """alpha: "score >= w" (threshold index b - 1 for each occupied bin b), the lowest at
-    END_TEST_WEIGHT; beta: "score > v" (index b), the highest at END_TEST_WEIGHT. A test with
-    no threshold (below the first edge, above the last) keeps its share, unread."""
-    counts = np.array([0, 5, 0, 7, 1])  # bins 1, 3, 4 occupied; thresholds 0..3
-    end = END_TEST_WEIGHT
-    j, share = crossed_tests(counts, "alpha")
-    assert j.tolist() == [0, 2, 3]
-    np.testing.assert_allclose(share, np.array([end, 1, 1]) / (2 + end))
-    j, share = crossed_tests(counts, "beta")
-    assert j.tolist() == [1, 3]  # the last bin has no threshold above it
-    np.testing.assert_allclose(share, np.array([1, 1]) / (2 + end))
-    j, share = crossed_tests(np.array([3, 4, 0]), "alpha")  # -inf scores: no "score >= -inf"
-    assert j.tolist() == [0]
-    np.testing.assert_allclose(share, [1 / (1 + end)])
-    assert crossed_tests(np.array([0, 9, 0]), "alpha") is None  # a single value: the band
-    assert crossed_tests(np.array([1, 1, 1, 0]), "beta") is None  # more values than half
-    assert crossed_tests(np.ones(FEW_VALUES + 1) * 5, "alpha") is None  # too many values
-    assert crossed_tests(np.ones(FEW_VALUES) * 5, "alpha")[0].size == FEW_VALUES - 1
-    with pytest.raises(ValueError, match="error"):
-        crossed_tests(counts, "gamma")
+def test_the_tests_of_one_error_are_the_values_of_the_other_side_but_its_lowest():
+    assert crossed_tests(np.array([0, 5, 0, 7, 1])).tolist() == [2, 3]
+    assert crossed_tests(np.array([3, 4])).tolist() == [0]
+    assert crossed_tests(np.array([0, 9, 0])) is None  # a single value: the band
+    assert crossed_tests(np.array([1, 1, 1, 0])) is None  # more values than half the scores
+    assert crossed_tests(np.ones(FEW_VALUES + 1) * 5) is None  # too many values
+    assert crossed_tests(np.ones(FEW_VALUES) * 5).size == FEW_VALUES - 1
+
+
+def test_both_errors_are_bounded_at_the_same_rule_where_the_sides_share_a_value():
+    """Every pair (alpha+, beta+) the default reads bounds the two errors of one rule "score >=
+    e_j": D on {0, 1, 2} and D_prime on {1, 2, 3} share the values 1 and 2, where both errors
+    are tested; at the rule ">= 3" alpha reads its test there and beta its band (no test of
+    beta is at or above it), and below the first test alpha reads only its band."""
+    s0 = np.repeat([0.0, 1.0, 2.0], 40)
+    s1 = np.repeat([1.0, 2.0, 3.0], 40)
+    result = audit_scores(s0, s1)
+    tests0, tests1 = result._crossed_tests
+    edges = result.grid.edges
+    assert edges[tests0].tolist() == [2.0, 3.0] and edges[tests1].tolist() == [1.0, 2.0]
+    fp, fn = result.tradeoff.fp, result.tradeoff.fn
+    band = FEW_VALUES_BAND_SHARE * 0.025
+    tested = (1 - FEW_VALUES_BAND_SHARE) * 0.025 / 2
+    shape0, shape1 = result._band_shapes
+    alpha = crossed_upper(fp, 120, 0.025, tests0, shape0)
+    beta = crossed_upper(fn[::-1], 120, 0.025, edges.size - 1 - tests1[::-1], shape1)[::-1]
+    j3 = int(np.flatnonzero(edges == 3.0)[0])
+    assert alpha[j3] == min(
+        clopper_pearson_upper(fp[j3], 120, tested), exact_band_upper(fp[j3], 120, band, shape0)
+    )
+    assert beta[j3] == exact_band_upper(fn[j3], 120, band, shape1)
+    assert alpha[0] == exact_band_upper(fp[0], 120, band, shape0)
 
 
 def test_a_perfect_few_valued_attack_certifies_near_its_ceiling():
-    """D on {0, 1}, D_prime on {2, 3}: the threshold "score >= 2" separates them, and the end
-    tests (beta at "score > 1", alpha at "score >= 2") read it: eps far above 0, within the
-    ceiling of these sizes. Without the end tests it certified nothing."""
+    """D on {0, 1}, D_prime on {2, 3}: the rule "score >= 2" separates them. alpha is tested
+    there (a value of D_prime), but no test of beta (at the values of D) is at or above it:
+    the band beside the tests reads it. eps far above 0, within the ceiling of these sizes;
+    without the band the tests alone certified nothing."""
     s0, s1 = np.repeat([0.0, 1.0], 50), np.repeat([2.0, 3.0], 50)
     result = audit_scores(s0, s1)
-    assert 2.5 < result.epsilon_lower_bound(1e-5) <= result.epsilon_ceiling(1e-5)
+    assert 2.0 < result.epsilon_lower_bound(1e-5) <= result.epsilon_ceiling(1e-5)
     assert result.epsilon_witness(1e-5)["threshold"] == 2.0
 
 
