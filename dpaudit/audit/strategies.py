@@ -28,9 +28,10 @@ level (docs/theory.md#empirical). Every audit names one of three strategies:
 - ``"crossed"``: no threshold is chosen and no trial is spent on choosing. Each error is
   bounded on all of its own side's trials (selection and evaluation pooled) at ``gamma / 2``,
   and the other side's trials, independent of them, say how (:func:`crossed_upper`): at the
-  thresholds their values mark when they take few values (:func:`crossed_tests`, a weighted
-  Bonferroni correction over those tests), else by the exact band of the shape their tails
-  suggest; every threshold is then read. The default of audits of given scores
+  rules "score >= v" for their values when they take few values (:func:`crossed_tests`,
+  Bonferroni over those tests, beside an exact band at :data:`FEW_VALUES_BAND_SHARE` of the
+  level), else by the exact band of the shape their tails suggest; every threshold is then
+  read. The default of audits of given scores
   (:mod:`dpaudit.audit.scores`). The engine's default stays the holdout
   (``bench/bench_strategies.py --engine`` measures the three on the same counts).
 
@@ -99,8 +100,8 @@ Proofs, each conditional on the selection sample (independent of the evaluation 
   (:func:`exact_band_levels`) in place of the union bound over its indices; each error's band
   at half the band's share, valid given the other side's trials that fix its shape.
 - crossed: given the ``D_prime`` trials, the ``alpha`` bounds are a fixed procedure on the
-  ``D`` trials (Clopper-Pearson bounds whose levels add up to ``gamma / 2``, or a band
-  simultaneous over every threshold at ``gamma / 2``) and all hold with probability at least
+  ``D`` trials (Clopper-Pearson bounds and a band whose levels add up to ``gamma / 2``, or a
+  band simultaneous over every threshold at ``gamma / 2``) and all hold with probability at least
   ``1 - gamma / 2``; a threshold between tests is bounded by the nearest test below it
   (``alpha`` does not increase along the thresholds); the same for ``beta`` given the ``D``
   trials; so all hold together with probability at least ``1 - gamma`` and the best threshold
