@@ -12,9 +12,10 @@ level (docs/theory.md#empirical). Every audit names one of three strategies:
 - ``"bonferroni"``: a candidate set of ``K`` thresholds is fixed from the selection sample (rates
   log-spaced from ``1/N_selection`` to ``1/2`` on both sides, :func:`bonferroni_candidates`), and
   the best candidate is taken on the evaluation counts with ``gamma/(2K)`` per bound.
-- ``"fixed"``: thresholds fixed before the evaluation trials, by the user (``threshold=``) or
-  by the scout of an audit of given scores (:mod:`dpaudit.audit.scores`); with ``K`` of them,
-  ``gamma/(2K)`` per bound. The test is "D_prime iff score > t".
+- ``"fixed"``: thresholds fixed before the evaluation trials, by the user (``threshold=``, or
+  ``thresholds=`` of an audit of given scores) or by the selection scores' median
+  (:mod:`dpaudit.audit.scores`); with ``K`` of them, ``gamma/(2K)`` per bound. The test is
+  "D_prime iff score > t".
 - ``"holdout+band"``: the holdout at ``(1 - BAND_SHARE) gamma``, and a band over the selection
   and evaluation trials pooled at ``BAND_SHARE gamma`` (:func:`band_upper`: simultaneous over all
   thresholds by a union bound over its count indices, so its best threshold needs no
