@@ -329,7 +329,7 @@ _CALIBRATION_STEPS = 8
 def exact_band_counts(n: int) -> np.ndarray:
     """The checkpoints of the exact band for ``n`` trials: every count up to
     :data:`EXACT_LINEAR_COUNTS`, then counts :data:`EXACT_SPACING` standard deviations apart
-    (``c + ceil(0.5 sqrt(c))``) up to ``n / 2``, and the mirror images ``n - c`` of all of them.
+    (``c + ceil(sqrt(c) / 4)``) up to ``n / 2``, and the mirror images ``n - c`` of all of them.
     A function of ``n`` only (read-only, kept for the process)."""
     return _exact_band_counts(check_integer("n", n, minimum=1))
 
@@ -621,12 +621,10 @@ def band_ceiling_errors(
         half = gamma / 2
 
         def perfect(n: int, t: np.ndarray | None, shape: str) -> float:
-            if t is None:
-                return float(exact_band_upper(np.array(0), n, half, shape))
-            tested = float(clopper_pearson_upper(0, n, (1 - FEW_VALUES_BAND_SHARE) * half / t.size))
-            return min(
-                tested, float(exact_band_upper(np.array(0), n, FEW_VALUES_BAND_SHARE * half, shape))
-            )
+            # A zero count at every test (or at one threshold of the band alone).
+            size = 1 if t is None else t.size
+            tests_at = None if t is None else np.arange(size)
+            return float(crossed_upper(np.zeros(size), n, half, tests_at, shape)[0])
 
         return perfect(n_d, tests[0], shapes[0]), perfect(n_d_prime, tests[1], shapes[1])
     if exact_share is None:
