@@ -233,6 +233,13 @@ class AuditResult:
         pooled = self.counts + self.selection_counts
         return band_shape(values, pooled[1]), band_shape(values, pooled[0])
 
+    def _shapes_for_strategy(self) -> tuple[str, str]:
+        """:attr:`_band_shapes` for the strategies with an exact band, computed only for them
+        (the others read no shape)."""
+        if self.strategy in ("holdout+exact", "crossed"):
+            return self._band_shapes
+        return ("tail", "tail")
+
     @cached_property
     def _crossed_tests(self) -> tuple[np.ndarray | None, np.ndarray | None]:
         """The thresholds at which ``"crossed"`` tests ``alpha`` and ``beta``, each from the
@@ -283,7 +290,7 @@ class AuditResult:
             self.gamma,
             None if self.strategy == "crossed" else self._named(),
             self._choice_memo,
-            self._band_shapes if shapes is None else shapes,
+            self._shapes_for_strategy() if shapes is None else shapes,
             self._crossed_tests if self.strategy == "crossed" else (None, None),
         )
         j = choice["index"]
@@ -354,7 +361,7 @@ class AuditResult:
                 ev.n_d_prime + n_sel[1],
                 self.gamma,
                 share,
-                self._band_shapes,
+                self._shapes_for_strategy(),
                 self._crossed_tests if self.strategy == "crossed" else None,
             )
             return np.array([a, pooled_a]), np.array([b, pooled_b])
