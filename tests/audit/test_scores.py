@@ -363,3 +363,25 @@ def test_default_eps_coverage_and_its_point_estimate_twin(law, n):
     assert sum(m > 1.0 + 1e-9 for m in mus) <= 15
     twin = points if law in ("laplace", "randomized_response", "geometric") else sweeps
     assert sum(t > truth + 1e-9 for t in twin) > 15
+
+
+@pytest.mark.parametrize("law", ["gaussian", "laplace", "randomized_response", "geometric"])
+def test_the_default_reads_the_same_bounds_whatever_the_order_of_the_scores(law):
+    """The default reads every score, and its choices (tests, band shapes) read the other
+    side's values only: the same scores sorted, reversed or shuffled give the same eps, mu and
+    witness, whatever the seed."""
+    s0, s1 = _draw(law, 600, np.random.default_rng(8))
+    reference = audit_scores(s0, s1, seed=0)
+    rng = np.random.default_rng(9)
+    layouts = [
+        (np.sort(s0), np.sort(s1)),
+        (np.sort(s0)[::-1], np.sort(s1)[::-1]),
+        (rng.permutation(s0), rng.permutation(s1)),
+    ]
+    for seed, (a, b) in enumerate(layouts, start=1):
+        again = audit_scores(a, b, seed=seed)
+        assert again.epsilon_lower_bound(1e-5) == reference.epsilon_lower_bound(1e-5)
+        assert again.mu_lower_bound() == reference.mu_lower_bound()
+        assert (
+            again.epsilon_witness(1e-5)["threshold"] == reference.epsilon_witness(1e-5)["threshold"]
+        )
