@@ -132,8 +132,10 @@ def _grid_and_counts(
 
 def _shape_of(sorted_scores: np.ndarray) -> str:
     """The band shape (:func:`~dpaudit.audit.strategies.band_shape`) one side's scores, sorted,
-    suggest for the other side's error."""
-    return band_shape(sorted_scores, np.ones(sorted_scores.size))
+    suggest for the other side's error, each distinct score one bin."""
+    starts = np.flatnonzero(np.append(True, sorted_scores[1:] != sorted_scores[:-1]))
+    counts = np.diff(np.append(starts, sorted_scores.size))
+    return band_shape(sorted_scores[starts], counts)
 
 
 def _fixed_counts(

@@ -370,6 +370,15 @@ def band_shape(values: np.ndarray, counts: np.ndarray) -> str:
     than :data:`HEAVY_TAIL_DISTANCE` robust standard deviations from their median), else
     ``"tail"``.
 
+    The median and quartiles are those of the *mid-distribution* function (each value at the
+    share of scores below it plus half the share equal to it; Parzen, "Quantile Probability and
+    Statistical Data Modeling", Statistical Science 19, 2004), interpolated between values: the
+    ordinary quartiles of scores that take a few values jump from one value to the next and
+    call a discretized normal law heavy-tailed and a two-sided geometric law light-tailed; the
+    mid-distribution's do not, and for distinct scores they are the order statistics. The share
+    beyond the distance is read from the same function, so that it too moves by little when
+    the distance moves across a value.
+
     ``values`` is one value per bin (``-inf`` and ``inf`` allowed) in increasing order and
     ``counts`` the scores per bin. The band of one side's error takes its shape from the other
     side's scores, which are independent of it, so the shape is fixed given them and the band
@@ -377,18 +386,25 @@ def band_shape(values: np.ndarray, counts: np.ndarray) -> str:
     never of their order.
     """
     h = np.asarray(counts, dtype=float)
+    v = np.asarray(values, dtype=float)
     total = h.sum()
     if total <= 0:
         return "tail"
-    cumulative = np.cumsum(h)
-    at = np.searchsorted(cumulative, np.array([0.25, 0.5, 0.75]) * total, side="left")
-    q25, median, q75 = np.asarray(values, dtype=float)[np.minimum(at, h.size - 1)]
+    held = h > 0
+    v, h = v[held], h[held]
+    mid = (np.cumsum(h) - h / 2) / total
     with np.errstate(invalid="ignore"):
+        q25, median, q75 = np.interp([0.25, 0.5, 0.75], mid, v)
         scale = (q75 - q25) / 1.349
-        if not (math.isfinite(median) and math.isfinite(scale)):
-            return "tail"
-        far = np.abs(np.asarray(values, dtype=float) - median) > HEAVY_TAIL_DISTANCE * scale
-    return "middle" if h[far].sum() > HEAVY_TAIL_SHARE * total else "tail"
+    if not (math.isfinite(median) and math.isfinite(scale)):
+        return "tail"
+    finite = np.isfinite(v)
+    below, above = h[v == -np.inf].sum() / total, h[v == np.inf].sum() / total
+    reach = HEAVY_TAIL_DISTANCE * scale
+    low, high = np.interp(
+        [median - reach, median + reach], v[finite], mid[finite], left=below, right=1.0 - above
+    )
+    return "middle" if low + 1.0 - high > HEAVY_TAIL_SHARE else "tail"
 
 
 def exact_band_levels(n: int, gamma: float, shape: str = "tail") -> tuple[np.ndarray, np.ndarray]:

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 import pytest
-from scipy import special
+from scipy import special, stats
 
 from dpaudit.audit.confidence import clopper_pearson_upper
 from dpaudit.audit.crossing import noncrossing_probability
@@ -85,6 +85,25 @@ def test_the_shapes_spend_their_error_where_they_say():
         band_weights(c, n, "both")
     tail, middle = (exact_band_upper(np.array([0, 250]), n, 0.025, s) for s in ("tail", "middle"))
     assert tail[0] < middle[0] and middle[1] < tail[1]
+
+
+def test_the_shape_of_few_values_is_read_from_their_mid_distribution():
+    """The exact laws, as counts of 10^6 scores: a two-sided geometric law of eps = 1 clipped to
+    [-4, 4] puts 2.8% on each side beyond 2.5 robust deviations of the mid-distribution's
+    quartiles (about -0.79 and 0.79), so "middle"; a normal law of scale 2 rounded to integers
+    puts about 1.2%, so "tail". The ordinary quartiles (-1 and 1, a robust deviation of 1.48)
+    put the geometric law's cut beyond its value 3, and its share at 2.7%."""
+    k = np.arange(-4, 5)
+    p = np.exp(-np.abs(k)) * (1 - np.exp(-1.0)) / (1 + np.exp(-1.0))
+    p[[0, -1]] = np.exp(-4.0) / (1 + np.exp(-1.0))  # the clipped tails, P(|X| >= 4) each side
+    assert p.sum() == pytest.approx(1.0)
+    assert band_shape(k, np.round(p * 1e6)) == "middle"
+    j = np.arange(-12, 13)
+    rounded = stats.norm.cdf((j + 0.5) / 2) - stats.norm.cdf((j - 0.5) / 2)
+    assert band_shape(j, np.round(rounded * 1e6)) == "tail"
+    # Bins of no scores are ignored, infinite values count in the share and never in the scale.
+    assert band_shape(np.r_[k, 9, 10], np.r_[np.round(p * 1e6), 0, 0]) == "middle"
+    assert band_shape(np.r_[-np.inf, j], np.r_[50_000, np.round(rounded * 1e6)]) == "middle"
 
 
 def test_a_few_thousand_dependent_checkpoints_cost_a_few_dozen_tests():

@@ -170,6 +170,26 @@ def test_the_tests_of_one_error_are_the_values_of_the_other_side_but_its_lowest(
     assert crossed_tests(np.ones(FEW_VALUES) * 5).size == FEW_VALUES - 1
 
 
+@pytest.mark.parametrize(
+    ("law", "shape"),
+    [("geometric", "middle"), ("rounded_normal", "tail"), ("binomial", "tail")],
+)
+def test_few_valued_scores_are_shaped_by_their_mid_distribution_quartiles(law, shape):
+    """A two-sided geometric law (bounded privacy loss, exponential tails) asks for the middle
+    band, a rounded normal and a binomial law for the tail band, at every size: the ordinary
+    quartiles of scores with few values jump between values and called the geometric law
+    light-tailed at 10^4 scores and the rounded normal law of scale 2 heavy-tailed at all."""
+    for n, seed in ((1000, 0), (10_000, 1), (100_000, 2)):
+        rng = np.random.default_rng(seed)
+        if law == "geometric":
+            d, d_prime = _draw("geometric", n, rng)
+        elif law == "rounded_normal":
+            d, d_prime = np.round(rng.normal(0, 2, n)), np.round(rng.normal(1, 2, n))
+        else:
+            d, d_prime = rng.binomial(20, 0.2, n) * 1.0, rng.binomial(20, 0.3, n) * 1.0
+        assert audit_scores(d, d_prime)._band_shapes == (shape, shape)
+
+
 def test_both_errors_are_bounded_at_the_same_rule_where_the_sides_share_a_value():
     """Every pair (alpha+, beta+) the default reads bounds the two errors of one rule "score >=
     e_j": D on {0, 1, 2} and D_prime on {1, 2, 3} share the values 1 and 2, where both errors
