@@ -11,9 +11,10 @@ scores, all of them, and lets the *other* side's scores decide how:
 - when the other side's scores take few values (at most
   :data:`~dpaudit.audit.strategies.FEW_VALUES`, and at most half as many as scores), the error is
   tested at the rules "score >= v" for those values but the lowest, by a Bonferroni correction
-  beside a band at a tenth of its level (:func:`~dpaudit.audit.strategies.crossed_upper`): a
-  randomized-response or other discrete score law is tested at a handful of thresholds on
-  every score;
+  whose weights follow the other side's errors at those rules
+  (:func:`~dpaudit.audit.strategies.crossed_weights`), beside a band at a tenth of its level
+  (:func:`~dpaudit.audit.strategies.crossed_upper`): a randomized-response or other discrete
+  score law is tested at a handful of thresholds on every score;
 - otherwise by an exact band that holds at every threshold at once, its joint coverage
   computed exactly, at ``gamma/2``; its shape (where it spends its error: the few false
   positives where a normal law's ``eps`` is read, or the large counts where a Laplace law's is)

@@ -30,7 +30,8 @@ level (docs/theory.md#empirical). Every audit names one of three strategies:
   bounded on all of its own side's trials (selection and evaluation pooled) at ``gamma / 2``,
   and the other side's trials, independent of them, say how (:func:`crossed_upper`): at the
   rules "score >= v" for their values when they take few values (:func:`crossed_tests`,
-  Bonferroni over those tests, beside an exact band at :data:`FEW_VALUES_BAND_SHARE` of the
+  Bonferroni over those tests weighted by the other side's errors at them
+  (:func:`crossed_weights`), beside an exact band at :data:`FEW_VALUES_BAND_SHARE` of the
   level), else by the exact band of the shape their tails suggest; every threshold is then
   read. The default of audits of given scores
   (:mod:`dpaudit.audit.scores`). The engine's default stays the holdout
@@ -166,6 +167,7 @@ __all__ = [
     "FEW_VALUES_BAND_SHARE",
     "crossed_tests",
     "crossed_upper",
+    "crossed_weights",
     "exact_share",
     "exact_band_counts",
     "exact_band_levels",
@@ -632,17 +634,38 @@ def band_ceiling_errors(
     and ``n_d_prime`` pooled trials: :func:`band_upper` of a zero count at the band's share of
     ``gamma`` (:func:`ceiling_errors` gives the holdout's); with ``exact_share``, those of the
     exact bands of the given ``shapes`` spending that share (:func:`exact_band_upper`); with
-    ``tests``, those of ``"crossed"`` (:func:`crossed_upper`, at a test where one is given)."""
+    ``tests``, those of ``"crossed"`` (:func:`crossed_upper`, at a test where one is given,
+    with the largest share of the tests' level that :func:`crossed_weights` can give it)."""
     if tests is not None:
         half = gamma / 2
 
-        def perfect(n: int, t: np.ndarray | None, shape: str) -> float:
-            # A zero count at every test (or at one threshold of the band alone).
-            size = 1 if t is None else t.size
-            tests_at = None if t is None else np.arange(size)
-            return float(crossed_upper(np.zeros(size), n, half, tests_at, shape)[0])
+        def perfect(n: int, n_other: int, t: np.ndarray | None, shape: str) -> float:
+            # A zero count at every test (or at one threshold of the band alone). With tests,
+            # read at the one with the largest share any weights can give it (the other side
+            # erring at half its trials there and at none elsewhere), beside a band of either
+            # shape: a quantity read with shapes of its own (mu) stays below it too.
+            if t is None:
+                return float(crossed_upper(np.zeros(1), n, half, None, shape)[0])
+            other = np.zeros(t.size)
+            other[0] = n_other / 2
+            return min(
+                float(
+                    crossed_upper(
+                        np.zeros(t.size),
+                        n,
+                        half,
+                        np.arange(t.size),
+                        each,
+                        crossed_weights(other, n_other, each),
+                    )[0]
+                )
+                for each in BAND_SHAPES
+            )
 
-        return perfect(n_d, tests[0], shapes[0]), perfect(n_d_prime, tests[1], shapes[1])
+        return (
+            perfect(n_d, n_d_prime, tests[0], shapes[0]),
+            perfect(n_d_prime, n_d, tests[1], shapes[1]),
+        )
     if exact_share is None:
         half = BAND_SHARE * gamma / 2
         return float(band_upper(np.array(0), n_d, half)), float(
@@ -679,8 +702,31 @@ def crossed_tests(other_counts: np.ndarray) -> np.ndarray | None:
     return occupied[1:] - 1
 
 
+def crossed_weights(other_errors: np.ndarray, n_other: int, shape: str) -> np.ndarray:
+    """The relative levels of the tests of one error under ``"crossed"`` (:func:`crossed_tests`),
+    from the *other* side's error counts ``other_errors`` at the tests' rules (of its
+    ``n_other`` trials) and the shape of the error's band (:func:`band_shape`).
+
+    ``"tail"``: equal. ``"middle"``: the ``"middle"`` band's weights (:func:`band_weights`) at the
+    other side's error counts, so that a rule where the other side errs at a rate between
+    :data:`MIDDLE_FROM` and ``1/2`` gets the most: a law whose privacy loss is bounded (a
+    two-sided geometric law's) is read where both errors are large, and when its two sides are
+    mirror images the rule at which one errs at such a rate is the one at which the other does
+    too. A function of the other side's trials only, so the tests keep their level.
+    """
+    other = np.asarray(other_errors)
+    if shape == "middle":
+        return band_weights(other, n_other, "middle")
+    return np.ones(other.shape)
+
+
 def crossed_upper(
-    k: np.ndarray, n: int, gamma: float, tests: np.ndarray | None, shape: str
+    k: np.ndarray,
+    n: int,
+    gamma: float,
+    tests: np.ndarray | None,
+    shape: str,
+    weights: np.ndarray | None = None,
 ) -> np.ndarray:
     """Upper bounds, holding together with probability at least ``1 - gamma``, on the rate
     behind the counts ``k`` of one error at every threshold, the counts non-increasing along
@@ -689,8 +735,9 @@ def crossed_upper(
     Without ``tests``: the exact band of the given ``shape`` (:func:`exact_band_upper`),
     simultaneous over every threshold. With ``tests`` (sorted threshold indices,
     :func:`crossed_tests`): the smaller of two bounds, each valid at every threshold, that
-    share ``gamma`` (a union bound): the Clopper-Pearson bound at
-    ``(1 - FEW_VALUES_BAND_SHARE) gamma / K`` at each of the ``K`` tests (Bonferroni), read at
+    share ``gamma`` (a union bound): the Clopper-Pearson bound at the ``K`` tests, the ``i``-th
+    at ``(1 - FEW_VALUES_BAND_SHARE) gamma w_i / sum(w)`` (weighted Bonferroni; ``weights``
+    ``w``, fixed before ``k`` is seen, :func:`crossed_weights`; equal when ``None``), read at
     any other threshold from the nearest test before it (the rate there is at most that test's,
     the counts being those of a nested family of events), or 1 before the first; and the
     exact band at ``FEW_VALUES_BAND_SHARE gamma``, which reads the thresholds the tests do not
@@ -699,7 +746,8 @@ def crossed_upper(
     k = np.asarray(k)
     if tests is None:
         return exact_band_upper(k, n, gamma, shape)
-    level = (1.0 - FEW_VALUES_BAND_SHARE) * gamma / tests.size
+    w = np.ones(tests.size) if weights is None else np.asarray(weights, dtype=float)
+    level = (1.0 - FEW_VALUES_BAND_SHARE) * gamma * w / w.sum()
     at = clopper_pearson_upper(k[tests], n, level)
     before = np.searchsorted(tests, np.arange(k.size), side="right") - 1
     tested = np.where(before >= 0, at[np.maximum(before, 0)], 1.0)
@@ -960,9 +1008,15 @@ def _crossed_choice(
     last = np.asarray(fn).size - 1
 
     def bounds() -> tuple[np.ndarray, np.ndarray]:
-        mirrored = None if tests[1] is None else last - tests[1][::-1]
-        a = crossed_upper(fp, n0, half, tests[0], shapes[0])
-        b = crossed_upper(np.asarray(fn)[::-1], n1, half, mirrored, shapes[1])[::-1]
+        # Each error's tests are weighted by the other side's error counts at their rules.
+        t0, t1 = tests
+        w0 = None if t0 is None else crossed_weights(np.asarray(fn)[t0], n1, shapes[0])
+        w1 = None if t1 is None else crossed_weights(np.asarray(fp)[t1], n0, shapes[1])
+        mirrored = None if t1 is None else last - t1[::-1]
+        a = crossed_upper(fp, n0, half, t0, shapes[0], w0)
+        b = crossed_upper(
+            np.asarray(fn)[::-1], n1, half, mirrored, shapes[1], None if w1 is None else w1[::-1]
+        )[::-1]
         return a, b
 
     a, b = _remembered(memo, ("crossed", half, shapes), bounds)

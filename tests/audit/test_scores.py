@@ -11,8 +11,10 @@ from dpaudit.audit.scores import audit_scores, split_scores
 from dpaudit.audit.strategies import (
     FEW_VALUES,
     FEW_VALUES_BAND_SHARE,
+    MIDDLE_REST,
     crossed_tests,
     crossed_upper,
+    crossed_weights,
     exact_band_upper,
 )
 from tests.audit.laws import true_eps
@@ -119,7 +121,9 @@ def test_the_default_tests_each_error_at_the_other_sides_few_values_on_every_sco
     the D_prime scores but the lowest, beta on every D_prime score at "score >= v" for each
     value v of the D scores but the lowest, at (1 - FEW_VALUES_BAND_SHARE) gamma / (2K) each,
     beside an exact band at FEW_VALUES_BAND_SHARE gamma / 2; no score is spent on choosing.
-    Moving the D scores changes alpha's counts, never the thresholds alpha is tested at."""
+    The K tests of one error share (1 - FEW_VALUES_BAND_SHARE) gamma / 2 in proportion to their
+    weights, from the other side's errors at their rules (equal under a "tail" band). Moving the
+    D scores changes alpha's counts, never the thresholds alpha is tested at nor their weights."""
     s0, s1 = _draw(law, 1000, np.random.default_rng(2))
     result = audit_scores(s0, s1, seed=4)
     assert result.metadata["threshold_choice"] == "crossed" and result.strategy == "crossed"
@@ -139,16 +143,20 @@ def test_the_default_tests_each_error_at_the_other_sides_few_values_on_every_sco
     tested = (1 - FEW_VALUES_BAND_SHARE) * 0.025
     band = FEW_VALUES_BAND_SHARE * 0.025
     shape0, shape1 = result._band_shapes
+    w0 = crossed_weights(fn[tests0], 1000, shape0)
+    w1 = crossed_weights(fp[tests1], 1000, shape1)
+    share0 = w0[tests0 == at0][0] / w0.sum()
+    share1 = w1[tests1 == at1][0] / w1.sum()
     assert w["alpha_upper"] == pytest.approx(
         min(
-            clopper_pearson_upper(fp[at0], 1000, tested / tests0.size),
+            clopper_pearson_upper(fp[at0], 1000, tested * share0),
             exact_band_upper(fp[j], 1000, band, shape0),
         ),
         rel=1e-12,
     )
     assert w["beta_upper"] == pytest.approx(
         min(
-            clopper_pearson_upper(fn[at1], 1000, tested / tests1.size),
+            clopper_pearson_upper(fn[at1], 1000, tested * share1),
             exact_band_upper(fn[j], 1000, band, shape1),
         ),
         rel=1e-12,
@@ -157,8 +165,11 @@ def test_the_default_tests_each_error_at_the_other_sides_few_values_on_every_sco
     assert loaded.epsilon_lower_bound(1e-5) == result.epsilon_lower_bound(1e-5)
     moved = np.where(s0 == s0.max(), s0.min(), s0)  # D's largest value is moved to its smallest
     again = audit_scores(moved, s1, seed=4)
-    np.testing.assert_array_equal(again.grid.edges[again._crossed_tests[0]], edges[tests0])
+    tests_again = again._crossed_tests[0]
+    np.testing.assert_array_equal(again.grid.edges[tests_again], edges[tests0])
     assert not np.array_equal(again.tradeoff.fp, result.tradeoff.fp)
+    assert again._band_shapes[0] == shape0
+    np.testing.assert_array_equal(crossed_weights(again.tradeoff.fn[tests_again], 1000, shape0), w0)
 
 
 def test_the_tests_of_one_error_are_the_values_of_the_other_side_but_its_lowest():
@@ -168,6 +179,18 @@ def test_the_tests_of_one_error_are_the_values_of_the_other_side_but_its_lowest(
     assert crossed_tests(np.array([1, 1, 1, 0])) is None  # more values than half the scores
     assert crossed_tests(np.ones(FEW_VALUES + 1) * 5) is None  # too many values
     assert crossed_tests(np.ones(FEW_VALUES) * 5).size == FEW_VALUES - 1
+
+
+def test_the_tests_weights_follow_the_other_sides_errors_under_a_middle_band():
+    """Equal weights under a "tail" band; under a "middle" band, the middle band's weight at the
+    other side's error count at each rule: 1 where it errs on more than a tenth and at most
+    half of its trials, MIDDLE_REST elsewhere."""
+    other = np.array([0, 50, 101, 300, 500, 501, 1000])
+    np.testing.assert_array_equal(crossed_weights(other, 1000, "tail"), np.ones(7))
+    np.testing.assert_array_equal(
+        crossed_weights(other, 1000, "middle"),
+        [MIDDLE_REST, MIDDLE_REST, 1, 1, 1, MIDDLE_REST, MIDDLE_REST],
+    )
 
 
 @pytest.mark.parametrize(
@@ -188,6 +211,66 @@ def test_few_valued_scores_are_shaped_by_their_mid_distribution_quartiles(law, s
         else:
             d, d_prime = rng.binomial(20, 0.2, n) * 1.0, rng.binomial(20, 0.3, n) * 1.0
         assert audit_scores(d, d_prime)._band_shapes == (shape, shape)
+
+
+def test_the_geometric_law_weights_its_tests_where_both_sides_err_in_the_middle():
+    """Two-sided geometric scores, 1,000 a side: alpha's tests are weighted by a middle band on
+    most seeds (the tail share of a law clipped to nine values is near the line at this size),
+    and there the rule ">= 1", where D_prime errs on about 27% of its scores and the bound is
+    read, is among the heaviest; so weighted, the tests certify more than with equal weights,
+    and no more than the ceiling."""
+    middle = 0
+    for seed in range(10):
+        s0, s1 = _draw("geometric", 1000, np.random.default_rng(seed))
+        result = audit_scores(s0, s1)
+        shape0, shape1 = result._band_shapes
+        if shape0 != "middle":
+            continue
+        middle += 1
+        tests0, tests1 = result._crossed_tests
+        fp, fn = result.tradeoff.fp, result.tradeoff.fn
+        w0 = crossed_weights(fn[tests0], 1000, shape0)
+        assert w0[result.grid.edges[tests0] == 1.0] == w0.max()
+        mirrored = fp.size - 1 - tests1[::-1]
+        equal_a = crossed_upper(fp, 1000, 0.025, tests0, shape0)
+        equal_b = crossed_upper(fn[::-1], 1000, 0.025, mirrored, shape1)[::-1]
+        equal = float(epsilon_from_errors(equal_a, equal_b, 1e-5).max())
+        assert equal < result.epsilon_lower_bound(1e-5) <= result.epsilon_ceiling(1e-5)
+        assert result.mu_lower_bound() <= result.mu_ceiling()
+    assert middle >= 8
+
+
+@pytest.mark.parametrize("error", ["alpha", "beta"])
+def test_the_levels_of_one_errors_tests_are_fixed_by_the_other_side_alone(error):
+    """alpha: D_prime two-sided geometric (a middle band, so weighted tests), D the same law
+    moved down by one, then D again with its scores 0 (about 17%) moved to -3: D's counts change
+    at the rules "score >= -2" to "score >= 0" and stay at "score >= 4", where alpha's bound must
+    stay too. Weights drawn from D's own counts would move it: the rule ">= 0", where D errs on
+    27% of its scores, would leave the middle band's range. beta: the mirror image (D_prime
+    moved up by one, its scores 2 moved to 4; beta stays at the rule ">= -3")."""
+    d, d_prime = _draw("geometric", 1000, np.random.default_rng(7))
+    if error == "alpha":
+        own, other = np.clip(d - 1.0, -4.0, 4.0), d_prime
+        moved, kept, changed = np.where(own == 0.0, -3.0, own), 4.0, 0.0
+    else:
+        own, other = np.clip(d_prime + 1.0, -4.0, 5.0), d
+        moved, kept, changed = np.where(own == 2.0, 4.0, own), -3.0, 3.0
+    side = 0 if error == "alpha" else 1
+
+    def bound(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        pair = (scores, other) if error == "alpha" else (other, scores)
+        result = audit_scores(*pair)
+        assert result._band_shapes[side] == "middle"
+        result.epsilon_lower_bound(1e-5)
+        read = [v for k, v in result._choice_memo.items() if k[0] == "crossed"]
+        return read[0][side], result.grid.edges
+
+    (b, edges), (b_moved, edges_moved) = bound(own), bound(moved)
+    np.testing.assert_array_equal(edges, edges_moved)
+    at_kept = np.flatnonzero(edges == kept)[0]
+    at_changed = np.flatnonzero(edges == changed)[0]
+    assert b_moved[at_kept] == b[at_kept]
+    assert b_moved[at_changed] != b[at_changed]
 
 
 def test_both_errors_are_bounded_at_the_same_rule_where_the_sides_share_a_value():
