@@ -377,9 +377,10 @@ def band_shape(values: np.ndarray, counts: np.ndarray) -> str:
     Statistical Data Modeling", Statistical Science 19, 2004), interpolated between values: the
     ordinary quartiles of scores that take a few values jump from one value to the next and
     call a discretized normal law heavy-tailed and a two-sided geometric law light-tailed; the
-    mid-distribution's do not, and for distinct scores they are the order statistics. The share
-    beyond the distance is read from the same function, so that it too moves by little when
-    the distance moves across a value.
+    mid-distribution's do not, and for distinct scores they are the order statistics
+    interpolated at the positions ``(i - 1/2) / n``. The share beyond the distance is read
+    from the same function (so, between the lowest and the highest value, it moves by little
+    when the distance moves across a value). A single value has no spread and no tails.
 
     ``values`` is one value per bin (``-inf`` and ``inf`` allowed) in increasing order and
     ``counts`` the scores per bin. The band of one side's error takes its shape from the other
@@ -398,8 +399,8 @@ def band_shape(values: np.ndarray, counts: np.ndarray) -> str:
     with np.errstate(invalid="ignore"):
         q25, median, q75 = np.interp([0.25, 0.5, 0.75], mid, v)
         scale = (q75 - q25) / 1.349
-    if not (math.isfinite(median) and math.isfinite(scale)):
-        return "tail"
+    if not (math.isfinite(median) and math.isfinite(scale)) or scale <= 0:
+        return "tail"  # no spread (a single value): no tails
     finite = np.isfinite(v)
     below, above = h[v == -np.inf].sum() / total, h[v == np.inf].sum() / total
     reach = HEAVY_TAIL_DISTANCE * scale

@@ -14,13 +14,16 @@ from dpaudit.audit.confidence import clopper_pearson_upper
 from dpaudit.audit.crossing import noncrossing_probability
 from dpaudit.audit.lower_bounds import epsilon_from_errors
 from dpaudit.audit.strategies import (
+    BAND_SHAPES,
     EXACT_HOLDOUT_SELECTION,
     EXACT_LINEAR_COUNTS,
     EXACT_SHARE,
     EXACT_SPACING,
     band_shape,
     band_weights,
+    ceiling_errors,
     choose_threshold,
+    crossed_upper,
     exact_band_counts,
     exact_band_levels,
     exact_band_upper,
@@ -101,7 +104,10 @@ def test_the_shape_of_few_values_is_read_from_their_mid_distribution():
     j = np.arange(-12, 13)
     rounded = stats.norm.cdf((j + 0.5) / 2) - stats.norm.cdf((j - 0.5) / 2)
     assert band_shape(j, np.round(rounded * 1e6)) == "tail"
-    # Bins of no scores are ignored, infinite values count in the share and never in the scale.
+    # A single value has no spread and no tails; bins of no scores are ignored; infinite
+    # values count in the share and never in the scale.
+    assert band_shape(np.array([3.0]), np.array([100])) == "tail"
+    assert band_shape(np.array([-1.0, 3.0, 7.0]), np.array([0, 100, 0])) == "tail"
     assert band_shape(np.r_[k, 9, 10], np.r_[np.round(p * 1e6), 0, 0]) == "middle"
     assert band_shape(np.r_[-np.inf, j], np.r_[50_000, np.round(rounded * 1e6)]) == "middle"
 
@@ -242,3 +248,43 @@ def test_the_engine_reads_crossed_on_both_samples_pooled(mechanism):
         # Two values a side: one test, at the rule between them.
         assert all(t is not None and t.size == 1 for t in result._crossed_tests)
     assert 0.5 < w["epsilon"] <= 1.0
+
+
+def test_a_crossed_engine_audit_stays_below_its_ceiling_with_weighted_tests():
+    """D: a constant output; D_prime: 1 (11%), 2 (45%), 3 to 14 (36%), 60 (8%), through the
+    engine with strategy="crossed". alpha's 14 tests are weighted by D_prime's errors (a middle
+    band: 60 is far out), and the rule ">= 2", where D_prime errs on 11%, gets 1 / 1.26 of
+    their level: the bound, 8.79, is more than equal weights allow a perfect attack (8.60), and
+    the ceiling reads the largest share any weights can give one test."""
+    import dpaudit
+    from dpaudit.attacks import Threshold
+    from dpaudit.mechanisms.blackbox import BlackBox
+
+    def release(dataset, size, rng):
+        if len(dataset) == 0:
+            return np.zeros(size)
+        u = rng.random(size)
+        middle = rng.integers(3, 15, size).astype(float)
+        return np.where(u < 0.11, 1.0, np.where(u < 0.56, 2.0, np.where(u < 0.92, middle, 60.0)))
+
+    mech = BlackBox(release, dataset=np.zeros(0), neighbour=np.ones(1))
+    result = dpaudit.audit_mechanism(
+        mech, attack=Threshold(), trials=20_000, seed=0, strategy="crossed", progress=False
+    )
+    tests0, tests1 = result._crossed_tests
+    assert tests0.size == 14 and tests1 is None
+    assert result._band_shapes[0] == "middle"
+    n0, n1 = (result.counts + result.selection_counts).sum(axis=1)
+    # A perfect attack's bounds with the tests at equal weights (each band shape's best) on the
+    # pooled trials, and at a single threshold at gamma / 2 per error on the evaluation trials:
+    # the ceiling equal weights would give.
+    alpha = min(crossed_upper(np.zeros(14), n0, 0.025, np.arange(14), s)[0] for s in BAND_SHAPES)
+    beta = min(exact_band_upper(np.array(0), n1, 0.025, s) for s in BAND_SHAPES)
+    single = ceiling_errors(result.trials, result.trials, 0.05)
+    equal = max(
+        float(epsilon_from_errors(alpha, beta, 1e-5)),
+        float(epsilon_from_errors(*single, 1e-5)),
+    )
+    eps = result.epsilon_lower_bound(1e-5)
+    assert equal < eps <= result.epsilon_ceiling(1e-5)
+    assert result.mu_lower_bound() <= result.mu_ceiling()

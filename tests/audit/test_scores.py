@@ -309,6 +309,17 @@ def test_a_perfect_few_valued_attack_certifies_near_its_ceiling():
     assert result.epsilon_witness(1e-5)["threshold"] == 2.0
 
 
+def test_constant_scores_a_side_read_the_tail_band_at_no_errors():
+    """D all 0, D_prime all 1: each side has one value, so no tests and no tails; each error is
+    read at no errors from the tail band at gamma / 2, whose count 0 carries full weight."""
+    result = audit_scores(np.zeros(1000), np.ones(1000))
+    assert result._band_shapes == ("tail", "tail") and result._crossed_tests == (None, None)
+    zero = exact_band_upper(np.array(0), 1000, 0.025, "tail")
+    expected = float(epsilon_from_errors(zero, zero, 1e-5))
+    assert result.epsilon_lower_bound(1e-5) == pytest.approx(expected, rel=1e-12)
+    assert expected > 5.0
+
+
 def test_infinite_scores_shape_the_other_sides_band_by_themselves():
     """Each error's band shape is a function of the other side's scores alone, +inf scores
     included: moving one D score far out leaves alpha's shape (from D_prime) where it was."""
