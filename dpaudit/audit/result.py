@@ -353,17 +353,16 @@ class AuditResult:
             # The band reads a perfect attack on the pooled trials as well.
             sel = self._selection()
             n_sel = (0, 0) if sel is None else (sel[2], sel[3])
-            share = None
-            if self.strategy == "holdout+exact":
-                share = exact_share(*n_sel)
-            pooled_a, pooled_b = band_ceiling_errors(
-                ev.n_d + n_sel[0],
-                ev.n_d_prime + n_sel[1],
-                self.gamma,
-                share,
-                self._shapes_for_strategy(),
-                self._crossed_tests if self.strategy == "crossed" else None,
-            )
+            pooled = (ev.n_d + n_sel[0], ev.n_d_prime + n_sel[1])
+            if self.strategy == "crossed":
+                # Each of its bounds is one of the pooled trials at gamma / 2 at most, whatever
+                # tests and band the other side configures: a single threshold there bounds them.
+                pooled_a, pooled_b = ceiling_errors(*pooled, self.gamma)
+            else:
+                share = exact_share(*n_sel) if self.strategy == "holdout+exact" else None
+                pooled_a, pooled_b = band_ceiling_errors(
+                    *pooled, self.gamma, share, self._shapes_for_strategy()
+                )
             return np.array([a, pooled_a]), np.array([b, pooled_b])
         if kind != "oracle":
             raise ValueError(f"kind must be 'perfect' or 'oracle', got {kind!r}")
@@ -376,13 +375,15 @@ class AuditResult:
         return oracle_errors(curve(), ev.n_d, ev.n_d_prime, self.gamma)
 
     def epsilon_ceiling(self, delta: float = 0.0, kind: str = "perfect") -> float:
-        """The most any audit with these evaluation sizes could certify at ``delta``.
+        """The most this audit could certify at ``delta``, whatever its attack's scores.
 
         ``kind="perfect"``: a perfect attack (no errors at all) read at one threshold with
-        ``gamma/2`` per bound (:func:`~dpaudit.audit.strategies.ceiling_errors`), and with
-        ``"holdout+band"``, ``"holdout+exact"`` or ``"crossed"`` also read by the bounds on the
-        selection and evaluation trials pooled (the larger of the two); no attack or strategy of
-        these sizes can exceed it.
+        ``gamma/2`` per bound on the evaluation trials
+        (:func:`~dpaudit.audit.strategies.ceiling_errors`); with ``"holdout+band"`` or
+        ``"holdout+exact"`` also by the band (of this result's shapes) on the selection and
+        evaluation trials pooled, and with ``"crossed"`` at one threshold with ``gamma/2`` per
+        bound on the pooled trials, which no test or band of it can pass; the larger of the two.
+        No bound this result reads exceeds it.
         ``kind="oracle"``: an *estimate* of what the best single threshold certifies on the
         mechanism's own trade-off curve
         (:func:`~dpaudit.audit.strategies.oracle_errors`; needs ``mechanism.tradeoff()``).

@@ -629,44 +629,11 @@ def band_ceiling_errors(
     gamma: float,
     exact_share: float | None = None,
     shapes: tuple[str, str] = ("tail", "tail"),
-    tests: tuple[np.ndarray | None, np.ndarray | None] | None = None,
 ) -> tuple[float, float]:
     """The upper bounds the band of ``"holdout+band"`` reads for a *perfect* attack on ``n_d``
     and ``n_d_prime`` pooled trials: :func:`band_upper` of a zero count at the band's share of
     ``gamma`` (:func:`ceiling_errors` gives the holdout's); with ``exact_share``, those of the
-    exact bands of the given ``shapes`` spending that share (:func:`exact_band_upper`); with
-    ``tests``, those of ``"crossed"`` (:func:`crossed_upper`, at a test where one is given,
-    with the largest share of the tests' level that :func:`crossed_weights` can give it)."""
-    if tests is not None:
-        half = gamma / 2
-
-        def perfect(n: int, n_other: int, t: np.ndarray | None, shape: str) -> float:
-            # A zero count at every test (or at one threshold of the band alone). With tests,
-            # read at the one with the largest share any weights can give it (the other side
-            # erring at half its trials there and at none elsewhere), beside a band of either
-            # shape: a quantity read with shapes of its own (mu) stays below it too.
-            if t is None:
-                return float(crossed_upper(np.zeros(1), n, half, None, shape)[0])
-            other = np.zeros(t.size)
-            other[0] = n_other / 2
-            return min(
-                float(
-                    crossed_upper(
-                        np.zeros(t.size),
-                        n,
-                        half,
-                        np.arange(t.size),
-                        each,
-                        crossed_weights(other, n_other, each),
-                    )[0]
-                )
-                for each in BAND_SHAPES
-            )
-
-        return (
-            perfect(n_d, n_d_prime, tests[0], shapes[0]),
-            perfect(n_d_prime, n_d, tests[1], shapes[1]),
-        )
+    exact bands of the given ``shapes`` spending that share (:func:`exact_band_upper`)."""
     if exact_share is None:
         half = BAND_SHARE * gamma / 2
         return float(band_upper(np.array(0), n_d, half)), float(

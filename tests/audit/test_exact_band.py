@@ -254,8 +254,9 @@ def test_a_crossed_engine_audit_stays_below_its_ceiling_with_weighted_tests():
     """D: a constant output; D_prime: 1 (11%), 2 (45%), 3 to 14 (36%), 60 (8%), through the
     engine with strategy="crossed". alpha's 14 tests are weighted by D_prime's errors (a middle
     band: 60 is far out), and the rule ">= 2", where D_prime errs on 11%, gets 1 / 1.26 of
-    their level: the bound, 8.79, is more than equal weights allow a perfect attack (8.60), and
-    the ceiling reads the largest share any weights can give one test."""
+    their level: the bound, 8.79, is more than equal weights would let a perfect attack
+    certify (8.60), and stays below the ceiling, a single threshold at gamma / 2 per error on
+    the pooled trials, which no test or band of crossed can pass."""
     import dpaudit
     from dpaudit.attacks import Threshold
     from dpaudit.mechanisms.blackbox import BlackBox
