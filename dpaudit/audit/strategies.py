@@ -840,12 +840,12 @@ def choose_threshold(
         choice["index"] = int(named[j])
     return {
         **choice,
-        "fp": int(fp[j]),
-        "fn": int(fn[j]),
-        "n_d": int(n0),
-        "n_d_prime": int(n1),
-        "alpha_upper": float(clopper_pearson_upper(fp[j], n0, g)),
-        "beta_upper": float(clopper_pearson_upper(fn[j], n1, g)),
+        **_read_at(
+            j,
+            (fp, fn, n0, n1),
+            clopper_pearson_upper(fp[j], n0, g),
+            clopper_pearson_upper(fn[j], n1, g),
+        ),
     }
 
 
@@ -907,11 +907,9 @@ def _holdout_band_choice(
         holdout = choose_threshold(
             "holdout", objective, selection, evaluation, (1 - share) * gamma, named, memo
         )
-    fp = np.asarray(selection[0]) + np.asarray(evaluation[0])
-    fn = np.asarray(selection[1]) + np.asarray(evaluation[1])
-    n0, n1 = selection[2] + evaluation[2], selection[3] + evaluation[3]
+    fp, fn, n0, n1 = pooled = _pooled(selection, evaluation)
+    each = share * gamma / 2
     if exact:
-        each = share * gamma / 2
         starts, a, b = _remembered(
             memo, ("exact", each, shapes), lambda: _exact_band_runs(fp, fn, n0, n1, each, shapes)
         )
@@ -922,7 +920,6 @@ def _holdout_band_choice(
             each,
         )
     else:
-        each = share * gamma / 2
         a = _remembered(memo, ("band", 0, each), lambda: band_upper(fp, n0, each))
         b = _remembered(memo, ("band", 1, each), lambda: band_upper(fn, n1, each))
         starts = np.arange(a.size)
@@ -941,12 +938,7 @@ def _holdout_band_choice(
         "gamma_per_bound": per_bound,
         "candidates": int(k0 + k1),
         "strategy": key,
-        "fp": int(fp[j]),
-        "fn": int(fn[j]),
-        "n_d": int(n0),
-        "n_d_prime": int(n1),
-        "alpha_upper": float(a[i]),
-        "beta_upper": float(b[i]),
+        **_read_at(j, pooled, a[i], b[i]),
     }
 
 
@@ -968,22 +960,19 @@ def _crossed_choice(
     they all hold with probability at least ``1 - gamma / 2``; the same for ``beta``; so all
     hold together with probability at least ``1 - gamma``, and every threshold may be read.
     """
-    fp, fn, n0, n1 = evaluation
-    if selection is not None:
-        fp, fn = np.asarray(selection[0]) + fp, np.asarray(selection[1]) + fn
-        n0, n1 = n0 + selection[2], n1 + selection[3]
+    fp, fn, n0, n1 = pooled = _pooled(selection, evaluation)
     half = gamma / 2
-    last = np.asarray(fn).size - 1
+    last = fn.size - 1
 
     def bounds() -> tuple[np.ndarray, np.ndarray]:
         # Each error's tests are weighted by the other side's error counts at their rules.
         t0, t1 = tests
-        w0 = None if t0 is None else crossed_weights(np.asarray(fn)[t0], n1, shapes[0])
-        w1 = None if t1 is None else crossed_weights(np.asarray(fp)[t1], n0, shapes[1])
+        w0 = None if t0 is None else crossed_weights(fn[t0], n1, shapes[0])
+        w1 = None if t1 is None else crossed_weights(fp[t1], n0, shapes[1])
         mirrored = None if t1 is None else last - t1[::-1]
         a = crossed_upper(fp, n0, half, t0, shapes[0], w0)
         b = crossed_upper(
-            np.asarray(fn)[::-1], n1, half, mirrored, shapes[1], None if w1 is None else w1[::-1]
+            fn[::-1], n1, half, mirrored, shapes[1], None if w1 is None else w1[::-1]
         )[::-1]
         return a, b
 
@@ -999,12 +988,39 @@ def _crossed_choice(
         "gamma_per_bound": half,
         "candidates": int(sum(sizes)),
         "strategy": "crossed",
+        **_read_at(j, pooled, a[j], b[j]),
+    }
+
+
+def _pooled(
+    selection: tuple[np.ndarray, np.ndarray, int, int] | None,
+    evaluation: tuple[np.ndarray, np.ndarray, int, int],
+) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """``(fp, fn, n_d, n_d_prime)`` of the selection and evaluation trials pooled (the
+    evaluation's alone when there is no selection)."""
+    fp, fn, n0, n1 = evaluation
+    fp, fn = np.asarray(fp), np.asarray(fn)
+    if selection is None:
+        return fp, fn, n0, n1
+    return fp + selection[0], fn + selection[1], n0 + selection[2], n1 + selection[3]
+
+
+def _read_at(
+    j: int,
+    counts: tuple[np.ndarray, np.ndarray, int, int],
+    alpha_upper: float,
+    beta_upper: float,
+) -> dict[str, Any]:
+    """The part of a choice record that says what was read at threshold ``j``: its counts
+    ``(fp, fn, n_d, n_d_prime)`` and the two upper bounds."""
+    fp, fn, n0, n1 = counts
+    return {
         "fp": int(fp[j]),
         "fn": int(fn[j]),
         "n_d": int(n0),
         "n_d_prime": int(n1),
-        "alpha_upper": float(a[j]),
-        "beta_upper": float(b[j]),
+        "alpha_upper": float(alpha_upper),
+        "beta_upper": float(beta_upper),
     }
 
 
