@@ -251,16 +251,17 @@ def audit_scores(
             raise ValueError("thresholds must be a non-empty list of finite numbers")
         if declared.size != given.size:  # as the engine's strategy "fixed" says
             raise ValueError(f"thresholds must not repeat values, got {thresholds!r}"[:300])
-    rng = np.random.default_rng(np.random.SeedSequence(int(seed)))
-    # Each side as positions of its scores: the selection part first, in a random order.
-    sel0, ev0 = _split_positions(s0.size, selection_fraction, rng)
-    sel1, ev1 = _split_positions(s1.size, selection_fraction, rng)
     if strategy == "auto":
         strategy = "crossed"
     if declared is not None or strategy == "crossed":
         # Every score evaluates: no part of either side is spent on choosing.
         sel0 = sel1 = np.zeros(0, dtype=np.intp)
         ev0, ev1 = np.arange(s0.size), np.arange(s1.size)
+    else:
+        # Each side as positions of its scores: the selection part first, in a random order.
+        rng = np.random.default_rng(np.random.SeedSequence(int(seed)))
+        sel0, ev0 = _split_positions(s0.size, selection_fraction, rng)
+        sel1, ev1 = _split_positions(s1.size, selection_fraction, rng)
     if declared is not None:
         strategy = "declared"
     n_sel = min(sel0.size, sel1.size)
