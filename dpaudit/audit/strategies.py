@@ -685,7 +685,9 @@ def crossed_weights(other_errors: np.ndarray, n_other: int, shape: str) -> np.nd
     other = np.asarray(other_errors)
     if shape == "middle":
         return band_weights(other, n_other, "middle")
-    return np.ones(other.shape)
+    if shape == "tail":
+        return np.ones(other.shape)
+    raise ValueError(f"shape must be one of {BAND_SHAPES}, got {shape!r}")
 
 
 def crossed_upper(

@@ -191,6 +191,8 @@ def test_the_tests_weights_follow_the_other_sides_errors_under_a_middle_band():
         crossed_weights(other, 1000, "middle"),
         [MIDDLE_REST, MIDDLE_REST, 1, 1, 1, MIDDLE_REST, MIDDLE_REST],
     )
+    with pytest.raises(ValueError, match="shape must be one of"):
+        crossed_weights(other, 1000, "both")
 
 
 @pytest.mark.parametrize(
